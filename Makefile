@@ -1,0 +1,34 @@
+# Entry points for a fresh Debian 12 machine; see README.md.
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+DEFAULT_MODEL := ../shared/models/stories260K.gguf
+MODEL ?= $(if $(STRATA_MODEL),$(STRATA_MODEL),$(DEFAULT_MODEL))
+PROMPT ?= Once upon a time
+
+.PHONY: deps build run test clean format
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) > $(BUILD_DIR).configure.log 2>&1 \
+	  || (cat $(BUILD_DIR).configure.log; exit 1)
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	@if [ ! -f "$(MODEL)" ]; then \
+	  echo "error: no model at '$(MODEL)'." >&2; \
+	  echo "Set STRATA_MODEL to a GGUF file (for example a Llama, Mistral, Qwen or SmolLM .gguf" >&2; \
+	  echo "downloaded from a model hub), or place stories260K.gguf at $(DEFAULT_MODEL)." >&2; \
+	  exit 2; fi
+	@$(BUILD_DIR)/strata run -m "$(MODEL)" -p "$(PROMPT)" -n 256
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages strata builds and tests with, skipping those already present.
+# Run as root (or with sudo available). The README says why each package is here.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libhwy-dev            # Google Highway: SIMD kernels with runtime dispatch
+  libcli11-dev          # CLI11: command-line parsing
+  nlohmann-json3-dev    # nlohmann-json: JSON for metadata, requests and test vectors
+  libpcre2-dev          # PCRE2: Unicode regexes of the BPE pre-tokenizers
+  libcpp-httplib-dev    # cpp-httplib: the HTTP server
+  libgtest-dev libgmock-dev  # GoogleTest: the test suite
+  libbenchmark-dev      # Google Benchmark: kernel microbenchmarks
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

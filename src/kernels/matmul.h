@@ -1,0 +1,30 @@
+// Products of a weight matrix stored in its GGUF block format with f32 activations.
+//
+// A weight matrix W has `rows` rows of `cols` elements (GGUF dims = {cols, rows}); row r starts at
+// w + r * row_bytes(type, cols). Weights are never dequantized as a whole: each dot product
+// dequantizes (or integer-multiplies) block by block.
+#pragma once
+
+#include <cstddef>
+
+#include "base/dtype.h"
+#include "platform/thread_pool.h"
+
+namespace strata::kernels {
+
+// True if matvec/matmul support weights of this type.
+bool supports_weight_type(DType type);
+
+// y[r] = sum_c W[r][c] * x[c] for r in [0, rows).
+void matvec(DType type, const void* w, size_t rows, size_t cols, const float* x, float* y,
+            ThreadPool& pool);
+
+// Y[t][r] = sum_c W[r][c] * X[t][c] for t in [0, n_tokens), r in [0, rows).
+// X is [n_tokens][cols] and Y is [n_tokens][rows], both row-major and dense.
+void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x, size_t n_tokens,
+            float* y, ThreadPool& pool);
+
+// dst[0..n) = the first n elements of a row stored as `type` (n a multiple of the block size).
+void dequantize_row(DType type, const void* src, float* dst, size_t n);
+
+}  // namespace strata::kernels
