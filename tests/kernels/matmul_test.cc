@@ -1,0 +1,118 @@
+// Float-weight (F32, F16, BF16) matvec/matmul against a double-precision reference.
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/fp16.h"
+
+namespace strata::kernels {
+namespace {
+
+struct FloatMatrix {
+  std::vector<uint8_t> bytes;
+  std::vector<double> values;  // the exact weights the bytes encode
+};
+
+FloatMatrix make_matrix(DType type, size_t rows, size_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  FloatMatrix m;
+  m.bytes.resize(row_bytes(type, cols) * rows);
+  m.values.resize(rows * cols);
+  for (size_t i = 0; i < rows * cols; ++i) {
+    const float f = dist(rng);
+    if (type == DType::kF32) {
+      std::memcpy(m.bytes.data() + 4 * i, &f, 4);
+      m.values[i] = f;
+    } else {
+      const uint16_t h = type == DType::kF16 ? fp32_to_fp16(f) : fp32_to_bf16(f);
+      std::memcpy(m.bytes.data() + 2 * i, &h, 2);
+      m.values[i] = type == DType::kF16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+    }
+  }
+  return m;
+}
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// Checks y (n_tokens x rows) against a double reference; the tolerance is 1e-5 of the sum of
+// |w*x|, the scale an f32 accumulation error is proportional to.
+void expect_matches_reference(const FloatMatrix& m, size_t rows, size_t cols,
+                              const std::vector<float>& x, size_t n_tokens,
+                              const std::vector<float>& y) {
+  for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t r = 0; r < rows; ++r) {
+      double sum = 0, mag = 0;
+      for (size_t c = 0; c < cols; ++c) {
+        const double p = m.values[r * cols + c] * x[t * cols + c];
+        sum += p;
+        mag += std::abs(p);
+      }
+      ASSERT_NEAR(y[t * rows + r], sum, 1e-5 * mag) << "token " << t << " row " << r;
+    }
+  }
+}
+
+class FloatMatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(FloatMatmulTest, MatvecMatchesDoubleReference) {
+  const DType type = GetParam();
+  if (!supports_weight_type(type)) GTEST_SKIP() << "type not supported yet";
+  ThreadPool pool(2);
+  for (auto [rows, cols] : {std::pair<size_t, size_t>{1, 1}, {7, 33}, {67, 256}, {130, 4100}}) {
+    FloatMatrix m = make_matrix(type, rows, cols, 11);
+    std::vector<float> x = random_vector(cols, 12), y(rows);
+    matvec(type, m.bytes.data(), rows, cols, x.data(), y.data(), pool);
+    expect_matches_reference(m, rows, cols, x, 1, y);
+  }
+}
+
+TEST_P(FloatMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatter) {
+  const DType type = GetParam();
+  if (!supports_weight_type(type)) GTEST_SKIP() << "type not supported yet";
+  ThreadPool pool1(1), pool2(2);
+  const size_t rows = 101, cols = 96, n_tokens = 9;
+  FloatMatrix m = make_matrix(type, rows, cols, 21);
+  std::vector<float> x = random_vector(cols * n_tokens, 22), y(rows * n_tokens),
+                     y1(rows * n_tokens);
+  matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y.data(), pool2);
+  matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y1.data(), pool1);
+  expect_matches_reference(m, rows, cols, x, n_tokens, y);
+  EXPECT_EQ(y, y1);
+  for (size_t t = 0; t < n_tokens; ++t) {
+    std::vector<float> yt(rows);
+    matvec(type, m.bytes.data(), rows, cols, x.data() + t * cols, yt.data(), pool2);
+    for (size_t r = 0; r < rows; ++r) {
+      EXPECT_NEAR(yt[r], y[t * rows + r], 1e-6 * (std::abs(yt[r]) + 1)) << t << " " << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, FloatMatmulTest,
+                         ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(DequantizeRowTest, FloatTypes) {
+  const float values[] = {0.0f, 1.0f, -2.5f, 65504.0f, 1e-3f};
+  std::vector<uint16_t> h;
+  for (float v : values) h.push_back(fp32_to_fp16(v));
+  std::vector<float> out(5);
+  dequantize_row(DType::kF16, h.data(), out.data(), 5);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(out[i], fp16_to_fp32(h[i]));
+  dequantize_row(DType::kF32, values, out.data(), 5);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(out[i], values[i]);
+}
+
+}  // namespace
+}  // namespace strata::kernels
