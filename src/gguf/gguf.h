@@ -3,8 +3,9 @@
 // Format (GGUF spec, versions 2 and 3), all little-endian:
 //   header:  magic "GGUF", uint32 version, uint64 tensor_count, uint64 metadata_kv_count
 //   kv:      gguf_string key, uint32 value_type, value
-//   tensor:  gguf_string name, uint32 n_dimensions, uint64 dimensions[n], uint32 type, uint64 offset
-//   data:    at align_up(end of tensor infos, general.alignment (default 32)); each tensor's data at
+//   tensor:  gguf_string name, uint32 n_dimensions, uint64 dimensions[n], uint32 type, uint64
+//   offset data:    at align_up(end of tensor infos, general.alignment (default 32)); each tensor's
+//   data at
 //            data_start + offset.
 // dimensions[0] is the fastest-varying (row length), as in ggml's ne[].
 #pragma once
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -24,6 +26,10 @@
 #include "platform/mapped_file.h"
 
 namespace strata::gguf {
+
+inline constexpr uint32_t kMaxDims = 4;            // GGML_MAX_DIMS: n_dimensions is 1..4
+inline constexpr int kMaxArrayDepth = 16;          // arrays of arrays; writers nest at most 2 deep
+inline constexpr uint64_t kDefaultAlignment = 32;  // GGUF_DEFAULT_ALIGNMENT
 
 // gguf_metadata_value_type ids.
 enum class ValueType : uint32_t {
@@ -55,11 +61,40 @@ struct Value {
   std::variant<uint64_t, int64_t, double, bool, std::string, Array> data;
 
   std::optional<int64_t> as_int() const;    // any integer type (uint64 above INT64_MAX: nullopt)
+  std::optional<uint64_t> as_uint() const;  // any integer type holding a value >= 0
   std::optional<double> as_float() const;   // any numeric type
   std::optional<bool> as_bool() const;
   const std::string* as_string() const;
   const Array* as_array() const;
+
+  // Values of each GGUF type, for the writer and for tests.
+  static Value uint8(uint8_t v) { return {ValueType::kUint8, uint64_t{v}}; }
+  static Value int8(int8_t v) { return {ValueType::kInt8, int64_t{v}}; }
+  static Value uint16(uint16_t v) { return {ValueType::kUint16, uint64_t{v}}; }
+  static Value int16(int16_t v) { return {ValueType::kInt16, int64_t{v}}; }
+  static Value uint32(uint32_t v) { return {ValueType::kUint32, uint64_t{v}}; }
+  static Value int32(int32_t v) { return {ValueType::kInt32, int64_t{v}}; }
+  static Value uint64(uint64_t v) { return {ValueType::kUint64, v}; }
+  static Value int64(int64_t v) { return {ValueType::kInt64, v}; }
+  static Value float32(float v) { return {ValueType::kFloat32, double{v}}; }
+  static Value float64(double v) { return {ValueType::kFloat64, v}; }
+  static Value boolean(bool v) { return {ValueType::kBool, v}; }
+  static Value string(std::string v) { return {ValueType::kString, std::move(v)}; }
+  static Value array(ValueType element_type, std::vector<Value> values) {
+    return {ValueType::kArray, Array{element_type, std::move(values)}};
+  }
+  static Value string_array(const std::vector<std::string>& values);
+  static Value float32_array(const std::vector<float>& values);
+  static Value int32_array(const std::vector<int32_t>& values);
 };
+
+// Same type and same value; floating-point NaNs compare equal to each other so that a value read
+// back from a file equals the one written.
+bool operator==(const Value& a, const Value& b);
+bool operator==(const Array& a, const Array& b);
+
+// The spec's name of a value type ("uint32", "string", "array"); "unknown" for ids past float64.
+std::string_view value_type_name(ValueType type);
 
 struct TensorInfo {
   std::string name;
@@ -90,9 +125,11 @@ class File {
   const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }
   const Value* find(std::string_view key) const;
   std::optional<int64_t> get_int(std::string_view key) const;
+  std::optional<uint64_t> get_uint(std::string_view key) const;
   std::optional<double> get_float(std::string_view key) const;
   std::optional<bool> get_bool(std::string_view key) const;
   std::optional<std::string> get_string(std::string_view key) const;
+  const Array* get_array(std::string_view key) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
@@ -114,6 +151,10 @@ class File {
 };
 
 // Human-readable rendering of a value (strings quoted, long arrays abbreviated), for `strata info`.
-std::string format_value(const Value& value, size_t max_array_items = 8);
+// Arrays longer than max_array_items show their first items and the count; strings longer than
+// max_string_bytes (0 = no limit) are cut with "...". Control characters are escaped, so the
+// result is always one line.
+std::string format_value(const Value& value, size_t max_array_items = 8,
+                         size_t max_string_bytes = 0);
 
 }  // namespace strata::gguf
