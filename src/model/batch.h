@@ -1,0 +1,20 @@
+// The unit of work of one forward pass: tokens of any sequences at any positions, mixed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_cache.h"
+
+namespace strata::model {
+
+struct BatchEntry {
+  kv::SeqId seq = 0;
+  uint32_t pos = 0;  // position in its sequence; earlier positions are cached or earlier here
+  int32_t token = 0;
+  bool want_logits = false;  // return this position's logits
+};
+
+using Batch = std::vector<BatchEntry>;
+
+}  // namespace strata::model

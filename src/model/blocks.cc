@@ -1,0 +1,118 @@
+#include "model/blocks.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kv/paged_attention.h"
+
+namespace strata::model {
+
+void linear(const Matrix& w, const float* x, size_t n_tokens, float* out, ThreadPool& pool) {
+  if (n_tokens == 1) {
+    kernels::matvec(w.type, w.data, w.rows, w.cols, x, out, pool);
+  } else {
+    kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, out, pool);
+  }
+}
+
+void embed_tokens(const Matrix& token_embd, const Batch& batch, float* x) {
+  for (size_t t = 0; t < batch.size(); ++t) {
+    kernels::dequantize_row(token_embd.type, token_embd.row(batch[t].token),
+                            x + t * token_embd.cols, token_embd.cols);
+  }
+}
+
+void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t n, float eps,
+                   float* out) {
+  for (size_t t = 0; t < n_tokens; ++t)
+    kernels::rms_norm(x + t * n, weight.data(), out + t * n, n, eps);
+}
+
+void add_bias_rows(float* x, const Vector& bias, size_t n_tokens) {
+  for (size_t t = 0; t < n_tokens; ++t) kernels::add(x + t * bias.size(), bias.data(), bias.size());
+}
+
+void rms_norm_heads(float* x, const Vector& weight, size_t n_tokens, size_t n_heads,
+                    size_t head_dim, float eps) {
+  for (size_t i = 0; i < n_tokens * n_heads; ++i) {
+    kernels::rms_norm(x + i * head_dim, weight.data(), x + i * head_dim, head_dim, eps);
+  }
+}
+
+namespace {
+
+// Rotates the rope_dims leading dimensions of one head by the per-pair (cos, sin).
+void rotate_head(float* x, const float* cos_theta, const float* sin_theta, size_t rope_dims,
+                 RopeStyle style) {
+  const size_t half = rope_dims / 2;
+  for (size_t i = 0; i < half; ++i) {
+    // Normal style pairs adjacent dimensions; NeoX pairs dimension i with i + rope_dims/2.
+    float* a = style == RopeStyle::kNormal ? &x[2 * i] : &x[i];
+    float* b = style == RopeStyle::kNormal ? &x[2 * i + 1] : &x[i + half];
+    const float x0 = *a, x1 = *b;
+    *a = x0 * cos_theta[i] - x1 * sin_theta[i];
+    *b = x0 * sin_theta[i] + x1 * cos_theta[i];
+  }
+}
+
+}  // namespace
+
+void apply_rope(const ModelConfig& c, const Vector& freq_factors, const Batch& batch, float* q,
+                float* k) {
+  const size_t half = c.rope_dims / 2;
+  const float theta_scale = std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.rope_dims));
+  std::vector<float> cos_theta(half), sin_theta(half);
+  for (size_t t = 0; t < batch.size(); ++t) {
+    // theta_i = pos * base^(-2i/d), built by repeated multiplication as GGML does, so positions
+    // agree bit for bit with models' reference outputs.
+    float theta = static_cast<float>(batch[t].pos);
+    for (size_t i = 0; i < half; ++i) {
+      const float ff = freq_factors.size() ? freq_factors[i] : 1.0f;
+      const float angle = c.rope_freq_scale * theta / ff;
+      cos_theta[i] = std::cos(angle);
+      sin_theta[i] = std::sin(angle);
+      theta *= theta_scale;
+    }
+    for (size_t h = 0; h < c.n_heads; ++h) {
+      rotate_head(q + (t * c.n_heads + h) * c.head_dim, cos_theta.data(), sin_theta.data(),
+                  c.rope_dims, c.rope_style);
+    }
+    for (size_t h = 0; h < c.n_kv_heads; ++h) {
+      rotate_head(k + (t * c.n_kv_heads + h) * c.head_dim, cos_theta.data(), sin_theta.data(),
+                  c.rope_dims, c.rope_style);
+    }
+  }
+}
+
+void attention(const ModelConfig& c, size_t layer, const Batch& batch, const float* q,
+               const float* k, const float* v, kv::KvCache& cache, float* out, ThreadPool& pool) {
+  // Every position of the batch is stored first, so an entry attends to the earlier entries of
+  // its own sequence in this batch as well as to the cache.
+  size_t max_ctx = 0;
+  for (size_t t = 0; t < batch.size(); ++t) {
+    cache.write(batch[t].seq, batch[t].pos, layer, k + t * c.kv_dim(), v + t * c.kv_dim());
+    max_ctx = std::max<size_t>(max_ctx, batch[t].pos + 1);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const size_t group = c.n_heads / c.n_kv_heads;
+  std::vector<float> scores(pool.num_threads() * max_ctx);
+  pool.parallel_for(batch.size() * c.n_heads, [&](size_t task, size_t thread) {
+    const size_t t = task / c.n_heads, h = task % c.n_heads;
+    const BatchEntry& e = batch[t];
+    kv::attend_head(cache.pool(), cache.page_table(e.seq), layer, h / group, e.pos + 1,
+                    q + (t * c.n_heads + h) * c.head_dim, scale,
+                    out + (t * c.n_heads + h) * c.head_dim, scores.data() + thread * max_ctx);
+  });
+}
+
+void swiglu_rows(float* gate, const float* up, size_t n_tokens, size_t n) {
+  kernels::swiglu(gate, up, n_tokens * n);
+}
+
+void residual_add(float* x, const float* y, size_t n_tokens, size_t n) {
+  kernels::add(x, y, n_tokens * n);
+}
+
+}  // namespace strata::model

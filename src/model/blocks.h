@@ -1,0 +1,49 @@
+// The building blocks the architectures' forward passes share. Every function works on a batch of
+// T rows at once; shapes are given as [rows][columns].
+#pragma once
+
+#include <span>
+
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "platform/thread_pool.h"
+
+namespace strata::model {
+
+// out[t] = W x[t]: [T][w.rows] from [T][w.cols]
+void linear(const Matrix& w, const float* x, size_t n_tokens, float* out, ThreadPool& pool);
+
+// x[t] = token_embd[batch[t].token]: [T][n_embd]
+void embed_tokens(const Matrix& token_embd, const Batch& batch, float* x);
+
+// out[t] = RMSNorm(x[t]) * weight, row by row: [T][n]
+void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t n, float eps,
+                   float* out);
+
+// x[t][j] += bias[j]: [T][n]
+void add_bias_rows(float* x, const Vector& bias, size_t n_tokens);
+
+// Per-head RMSNorm (Qwen3's q_norm/k_norm): each [head_dim] slice of x[t] normalized and scaled.
+void rms_norm_heads(float* x, const Vector& weight, size_t n_tokens, size_t n_heads,
+                    size_t head_dim, float eps);
+
+// Rotary position embedding of q [T][n_heads][head_dim] and k [T][n_kv_heads][head_dim] at each
+// entry's position: pair i of rope_dims rotates by theta = freq_scale * pos * base^(-2i/rope_dims)
+// / freq_factor[i], pairs chosen by the rope style.
+void apply_rope(const ModelConfig& c, const Vector& freq_factors, const Batch& batch, float* q,
+                float* k);
+
+// Writes k, v [T][kv_dim] into the cache, then for each entry and head attends over positions
+// [0, pos]: out [T][q_dim]. Query head h reads KV head h / (n_heads / n_kv_heads).
+void attention(const ModelConfig& c, size_t layer, const Batch& batch, const float* q,
+               const float* k, const float* v, kv::KvCache& cache, float* out, ThreadPool& pool);
+
+// gate[t] = silu(gate[t]) * up[t]: [T][n]
+void swiglu_rows(float* gate, const float* up, size_t n_tokens, size_t n);
+
+// x[t] += y[t]: [T][n]
+void residual_add(float* x, const float* y, size_t n_tokens, size_t n);
+
+}  // namespace strata::model

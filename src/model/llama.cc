@@ -1,0 +1,32 @@
+// Llama (Llama 2/3.x, Mistral, TinyLlama, SmolLM): pre-norm decoder blocks with RMSNorm,
+// grouped-query attention with rotary positions, and a SwiGLU feed-forward network.
+#include "model/blocks.h"
+#include "model/forward.h"
+
+namespace strata::model {
+
+void forward_llama(const ForwardContext& ctx) {
+  const ModelConfig& c = ctx.c;
+  const size_t T = ctx.batch.size();
+  Activations& a = ctx.a;
+
+  embed_tokens(ctx.w.token_embd, ctx.batch, a.x.data());  // x: [T][n_embd]
+  for (size_t l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = ctx.w.layers[l];
+    // Attention: x += W_o · attention(RoPE(W_q · norm(x)), RoPE(W_k · norm(x)), W_v · norm(x))
+    rms_norm_rows(a.x.data(), lw.attn_norm, T, c.n_embd, c.rms_eps, a.xb.data());
+    linear(lw.wq, a.xb.data(), T, a.q.data(), ctx.pool);  // q: [T][n_heads * head_dim]
+    linear(lw.wk, a.xb.data(), T, a.k.data(), ctx.pool);  // k: [T][n_kv_heads * head_dim]
+    linear(lw.wv, a.xb.data(), T, a.v.data(), ctx.pool);  // v: [T][n_kv_heads * head_dim]
+    apply_rope(c, ctx.w.rope_freqs, ctx.batch, a.q.data(), a.k.data());
+    attention(c, l, ctx.batch, a.q.data(), a.k.data(), a.v.data(), ctx.cache, a.att.data(),
+              ctx.pool);                                     // att: [T][n_heads * head_dim]
+    linear(lw.wo, a.att.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
+    residual_add(a.x.data(), a.out.data(), T, c.n_embd);
+
+    feed_forward(ctx, lw);  // x += W_down · (silu(W_gate · norm(x)) * (W_up · norm(x)))
+  }
+  output_logits(ctx);
+}
+
+}  // namespace strata::model

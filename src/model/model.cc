@@ -1,0 +1,51 @@
+#include "model/model.h"
+
+#include <string>
+
+#include "model/forward.h"
+
+namespace strata::model {
+
+Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file) {
+  std::unique_ptr<Model> m(new Model());
+  STRATA_ASSIGN_OR_RETURN(m->config_, read_config(*file));
+  STRATA_ASSIGN_OR_RETURN(m->weights_, load_weights(*file, m->config_));
+  m->file_ = std::move(file);
+  return m;
+}
+
+kv::KvShape Model::kv_shape(size_t page_size) const {
+  return kv::KvShape{config_.n_layers, config_.n_kv_heads, config_.head_dim, page_size};
+}
+
+Status Model::forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* logits) {
+  for (const BatchEntry& e : batch) {
+    if (e.token < 0 || static_cast<size_t>(e.token) >= config_.n_vocab) {
+      return make_error(ErrorCode::kInvalidArgument, "token id " + std::to_string(e.token) +
+                                                         " is outside the vocabulary (0.." +
+                                                         std::to_string(config_.n_vocab - 1) + ")");
+    }
+    if (e.pos >= cache.capacity(e.seq)) {
+      return make_error(ErrorCode::kInternal, "position " + std::to_string(e.pos) +
+                                                  " of sequence " + std::to_string(e.seq) +
+                                                  " has no KV page reserved");
+    }
+  }
+  if (batch.empty()) return ok_status();
+  activations_.reserve(batch.size(), config_);
+  ForwardContext ctx{config_, weights_, batch, cache, pool, activations_, logits};
+  switch (config_.arch) {
+    case Architecture::kLlama:
+      forward_llama(ctx);
+      break;
+    case Architecture::kQwen2:
+      forward_qwen2(ctx);
+      break;
+    case Architecture::kQwen3:
+      forward_qwen3(ctx);
+      break;
+  }
+  return ok_status();
+}
+
+}  // namespace strata::model

@@ -1,0 +1,42 @@
+// A loaded model: its GGUF file, hyper-parameters, weight views, and the forward pass.
+#pragma once
+
+#include <memory>
+
+#include "base/result.h"
+#include "gguf/gguf.h"
+#include "kv/kv_cache.h"
+#include "model/activations.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "platform/thread_pool.h"
+
+namespace strata::model {
+
+class Model {
+ public:
+  // Takes ownership of the file: weights are views into its image.
+  static Result<std::unique_ptr<Model>> load(std::unique_ptr<gguf::File> file);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const gguf::File& file() const { return *file_; }
+
+  // The KV shape a cache for this model must have.
+  kv::KvShape kv_shape(size_t page_size) const;
+
+  // Runs one batch. Every entry's position must be reserved in `cache` for its sequence.
+  // logits receives [n_out][n_vocab], one row per entry with want_logits, in batch order.
+  // Not reentrant: one forward at a time per Model (it reuses its scratch buffers).
+  Status forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* logits);
+
+ private:
+  Model() = default;
+  std::unique_ptr<gguf::File> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  Activations activations_;
+};
+
+}  // namespace strata::model

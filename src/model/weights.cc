@@ -1,0 +1,105 @@
+#include "model/weights.h"
+
+#include <string>
+
+#include "kernels/matmul.h"
+
+namespace strata::model {
+namespace {
+
+std::string shape_string(const std::vector<uint64_t>& dims) {
+  std::string s = "{";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "}";
+}
+
+class Loader {
+ public:
+  Loader(const gguf::File& file, ModelWeights& out) : file_(file), out_(out) {}
+
+  Result<Matrix> matrix(const std::string& name, size_t rows, size_t cols) {
+    STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, file_.require_tensor(name));
+    STRATA_RETURN_IF_ERROR(check_shape(*t, {cols, rows}));
+    if (!kernels::supports_weight_type(t->type)) {
+      return make_error(ErrorCode::kUnsupported, "tensor " + name + ": type " +
+                                                     std::string(dtype_name(t->type)) +
+                                                     " is not supported for weight matrices");
+    }
+    out_.bytes += t->n_bytes;
+    return Matrix{t->type, t->data, rows, cols};
+  }
+
+  Result<Vector> vector(const std::string& name, size_t n) {
+    STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, file_.require_tensor(name));
+    STRATA_RETURN_IF_ERROR(check_shape(*t, {n}));
+    if (!kernels::supports_weight_type(t->type)) {
+      return make_error(ErrorCode::kUnsupported, "tensor " + name + ": unsupported type " +
+                                                     std::string(dtype_name(t->type)));
+    }
+    Vector v(n);
+    kernels::dequantize_row(t->type, t->data, v.data(), n);
+    return v;
+  }
+
+  Result<Vector> optional_vector(const std::string& name, size_t n) {
+    if (!file_.find_tensor(name)) return Vector();
+    return vector(name, n);
+  }
+
+ private:
+  static Status check_shape(const gguf::TensorInfo& t, std::vector<uint64_t> want) {
+    if (t.dims != want) {
+      return make_error(ErrorCode::kInvalidFile, "tensor " + t.name + ": shape " +
+                                                     shape_string(t.dims) + ", expected " +
+                                                     shape_string(want));
+    }
+    return ok_status();
+  }
+
+  const gguf::File& file_;
+  ModelWeights& out_;
+};
+
+}  // namespace
+
+Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) {
+  ModelWeights w;
+  Loader load(file, w);
+  STRATA_ASSIGN_OR_RETURN(w.token_embd, load.matrix("token_embd.weight", c.n_vocab, c.n_embd));
+  w.bytes -= w.token_embd.rows * row_bytes(w.token_embd.type, c.n_embd);  // one row read per token
+  STRATA_ASSIGN_OR_RETURN(w.output_norm, load.vector("output_norm.weight", c.n_embd));
+  if (file.find_tensor("output.weight")) {
+    STRATA_ASSIGN_OR_RETURN(w.output, load.matrix("output.weight", c.n_vocab, c.n_embd));
+  } else {
+    w.output = w.token_embd;  // tied embeddings
+    w.bytes += w.output.rows * row_bytes(w.output.type, c.n_embd);
+  }
+  STRATA_ASSIGN_OR_RETURN(w.rope_freqs, load.optional_vector("rope_freqs.weight", c.rope_dims / 2));
+
+  w.layers.resize(c.n_layers);
+  for (size_t i = 0; i < c.n_layers; ++i) {
+    LayerWeights& l = w.layers[i];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    STRATA_ASSIGN_OR_RETURN(l.attn_norm, load.vector(p + "attn_norm.weight", c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.wq, load.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.wk, load.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.wv, load.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.wo, load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim()));
+    if (c.arch == Architecture::kQwen2) {
+      STRATA_ASSIGN_OR_RETURN(l.bq, load.vector(p + "attn_q.bias", c.q_dim()));
+      STRATA_ASSIGN_OR_RETURN(l.bk, load.vector(p + "attn_k.bias", c.kv_dim()));
+      STRATA_ASSIGN_OR_RETURN(l.bv, load.vector(p + "attn_v.bias", c.kv_dim()));
+    }
+    if (c.arch == Architecture::kQwen3) {
+      STRATA_ASSIGN_OR_RETURN(l.q_norm, load.vector(p + "attn_q_norm.weight", c.head_dim));
+      STRATA_ASSIGN_OR_RETURN(l.k_norm, load.vector(p + "attn_k_norm.weight", c.head_dim));
+    }
+    STRATA_ASSIGN_OR_RETURN(l.ffn_norm, load.vector(p + "ffn_norm.weight", c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.w_gate, load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.w_up, load.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.w_down, load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff));
+  }
+  return w;
+}
+
+}  // namespace strata::model
