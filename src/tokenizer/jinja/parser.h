@@ -1,0 +1,19 @@
+// Recursive-descent parser from lexer tokens to the statement tree, following jinja2's grammar
+// and operator precedence (jinja2/parser.py).
+#pragma once
+
+#include <vector>
+
+#include "base/result.h"
+#include "tokenizer/jinja/ast.h"
+#include "tokenizer/jinja/lexer.h"
+
+namespace strata::jinja {
+
+// Deepest expression or statement nesting accepted, so parsing and evaluation stay within the stack.
+inline constexpr int kMaxParseDepth = 128;
+
+// Parses a whole template. Errors name the line and what was expected or is unsupported.
+Result<StmtList> parse_template(std::vector<Token> tokens);
+
+}  // namespace strata::jinja
