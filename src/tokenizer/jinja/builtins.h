@@ -40,6 +40,9 @@ Result<Value> run_method(Interpreter& interp, const Value& self, std::string_vie
 // range, namespace, dict, raise_exception, strftime_now, cycler-free jinja2 globals.
 Dict make_globals();
 
+// Python's printf-style `format % args` (%s %r %d %i %f %x %%); a tuple supplies several.
+Result<std::string> percent_format(const std::string& format, const Value& args);
+
 // Python str(x) for filters that stringify (join, string, trim, ...).
 inline std::string to_text(const Value& v) { return py_str(v); }
 
