@@ -8,37 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "gguf/gguf.h"
+#include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata::tokenizer {
 namespace {
 
-const std::string kVocabDir = "../shared/testdata/vocab/";
-
-std::string read_binary(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-// .inp: cases each followed by "\n__ggml_vocab_test__\n"; a trailing case without it counts too.
-std::vector<std::string> parse_inputs(const std::string& data) {
-  static const std::string kSeparator = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    const size_t next = data.find(kSeparator, pos);
-    if (next == std::string::npos) {
-      cases.push_back(data.substr(pos));
-      break;
-    }
-    cases.push_back(data.substr(pos, next - pos));
-    pos = next + kSeparator.size();
-  }
-  return cases;
-}
+using testing::kVocabDir;
+using testing::load_tokenizer;
+using testing::parse_vocab_inputs;
+using testing::read_binary;
 
 // .out: one line per case, ids separated by spaces.
 std::vector<std::vector<TokenId>> parse_outputs(const std::string& data) {
@@ -55,20 +34,12 @@ std::vector<std::vector<TokenId>> parse_outputs(const std::string& data) {
   return cases;
 }
 
-std::unique_ptr<Tokenizer> load(const std::string& path) {
-  auto file = gguf::File::open(path);
-  EXPECT_TRUE(file.ok()) << path << ": " << (file.ok() ? "" : file.error().message);
-  if (!file.ok()) return nullptr;
-  auto tokenizer = Tokenizer::from_gguf(**file);
-  EXPECT_TRUE(tokenizer.ok()) << path << ": " << (tokenizer.ok() ? "" : tokenizer.error().message);
-  if (!tokenizer.ok()) return nullptr;
-  return std::move(*tokenizer);
-}
-
 struct VocabCase {
   std::string name;
   std::string dir;  // where the .inp/.out live; the .gguf is looked for there too
 };
+
+void PrintTo(const VocabCase& c, std::ostream* os) { *os << c.name; }
 
 class VocabFileTest : public ::testing::TestWithParam<VocabCase> {};
 
@@ -78,9 +49,9 @@ TEST_P(VocabFileTest, MatchesReferenceIds) {
   if (!std::filesystem::exists(base)) {
     GTEST_SKIP() << "missing " << base << " (place a GGUF of this model there to run these cases)";
   }
-  auto tokenizer = load(base);
+  auto tokenizer = load_tokenizer(base);
   ASSERT_NE(tokenizer, nullptr);
-  const std::vector<std::string> inputs = parse_inputs(read_binary(base + ".inp"));
+  const std::vector<std::string> inputs = parse_vocab_inputs(read_binary(base + ".inp"));
   const std::vector<std::vector<TokenId>> outputs = parse_outputs(read_binary(base + ".out"));
   ASSERT_FALSE(inputs.empty());
   ASSERT_EQ(inputs.size(), outputs.size());
@@ -111,6 +82,38 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+// decode(encode(text)) == text for every vocabulary that keeps text verbatim (all but BERT, which
+// lower-cases), over the multilingual llama-spm test strings, with and without special tokens.
+class RoundTripTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RoundTripTest, DecodeInvertsEncode) {
+  auto tokenizer = load_tokenizer(kVocabDir + "ggml-vocab-" + GetParam() + ".gguf");
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_GT(tokenizer->n_vocab(), 1000u);
+  const std::vector<std::string> texts =
+      parse_vocab_inputs(read_binary(kVocabDir + "ggml-vocab-llama-spm.gguf.inp"));
+  ASSERT_EQ(texts.size(), 46u);
+  for (const std::string& text : texts) {
+    const std::vector<TokenId> ids = tokenizer->encode(text, true, false);
+    if (tokenizer->add_bos() && tokenizer->bos() >= 0) {
+      ASSERT_FALSE(ids.empty());
+      EXPECT_EQ(ids.front(), tokenizer->bos());
+    }
+    EXPECT_EQ(tokenizer->decode(ids), text) << GetParam();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocab, RoundTripTest,
+                         ::testing::Values("baichuan", "gpt-neox", "llama-spm", "phi-3", "gpt-2",
+                                           "deepseek-llm", "deepseek-coder", "falcon", "starcoder"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace strata::tokenizer
