@@ -76,7 +76,7 @@ int32_t Sampler::draw(float temperature) {
   weights_.resize(candidates_.size());
   double total = 0.0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
-    weights_[i] = std::exp(static_cast<double>(candidates_[i].logit - max_logit) / temperature);
+    weights_[i] = std::exp((candidates_[i].logit - max_logit) / temperature);
     total += weights_[i];
   }
   // Inverse-CDF draw: the first candidate whose cumulative weight exceeds u * total.
@@ -95,7 +95,7 @@ void Sampler::fill_logprobs(int32_t chosen, SampledToken& out) {
   for (float logit : logits_) max_logit = std::max(max_logit, logit);
   double sum = 0.0;
   for (float logit : logits_) {
-    if (logit != -INFINITY) sum += std::exp(static_cast<double>(logit - max_logit));
+    if (logit != -INFINITY) sum += std::exp(logit - max_logit);
   }
   const double log_normalizer = static_cast<double>(max_logit) + std::log(sum);
   auto logprob_of = [&](int32_t id) {

@@ -57,7 +57,7 @@ class Sampler {
   // Scratch reused across steps to avoid per-token allocation on large vocabularies.
   std::vector<float> logits_;
   std::vector<Candidate> candidates_;
-  std::vector<double> weights_;
+  std::vector<float> weights_;
 };
 
 }  // namespace strata::sampling

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace strata::sampling {
@@ -19,6 +20,40 @@ std::vector<int32_t> ids(const std::vector<Candidate>& candidates) {
   std::vector<int32_t> out;
   for (const Candidate& c : candidates) out.push_back(c.id);
   return out;
+}
+
+// The kept ids in increasing order, for stages whose output order is not best-first.
+std::vector<int32_t> id_set(const std::vector<Candidate>& candidates) {
+  std::vector<int32_t> out = ids(candidates);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Pseudo-random logits in [-10, 10) from a 64-bit LCG, with deliberate ties every 97th id.
+std::vector<Candidate> lcg_candidates(size_t n, uint64_t seed) {
+  std::vector<float> logits(n);
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    logits[i] = static_cast<float>(state >> 40) / static_cast<float>(1u << 24) * 20.0f - 10.0f;
+    if (i % 97 == 0 && i > 0) logits[i] = logits[i - 1];
+  }
+  return from_logits(logits);
+}
+
+// Reference nucleus: sort everything best-first, keep until the mass reaches top_p.
+std::vector<int32_t> reference_top_p(std::vector<Candidate> c, float top_p) {
+  std::sort(c.begin(), c.end(), ranks_before);
+  double total = 0.0;
+  for (const Candidate& x : c) total += std::exp(static_cast<double>(x.logit - c[0].logit));
+  double mass = 0.0;
+  size_t keep = 0;
+  while (keep < c.size()) {
+    mass += std::exp(static_cast<double>(c[keep++].logit - c[0].logit));
+    if (mass >= top_p * total) break;
+  }
+  c.resize(keep);
+  return id_set(c);
 }
 
 // Logits ln(p) give softmax probabilities p exactly up to rounding.
@@ -69,16 +104,16 @@ TEST(TopPTest, KeepsTheShortestPrefixReachingTheMass) {
   const auto original = from_probabilities({0.3, 0.05, 0.5, 0.15});
   auto c = original;
   keep_top_p(c, 0.4f);  // 0.5 >= 0.4
-  EXPECT_EQ(ids(c), (std::vector<int32_t>{2}));
+  EXPECT_EQ(id_set(c), (std::vector<int32_t>{2}));
   c = original;
   keep_top_p(c, 0.75f);  // 0.5 + 0.3 = 0.8 >= 0.75
-  EXPECT_EQ(ids(c), (std::vector<int32_t>{2, 0}));
+  EXPECT_EQ(id_set(c), (std::vector<int32_t>{0, 2}));
   c = original;
   keep_top_p(c, 0.85f);  // 0.95 >= 0.85
-  EXPECT_EQ(ids(c), (std::vector<int32_t>{2, 0, 3}));
+  EXPECT_EQ(id_set(c), (std::vector<int32_t>{0, 2, 3}));
   c = original;
   keep_top_p(c, 0.97f);
-  EXPECT_EQ(ids(c), (std::vector<int32_t>{2, 0, 3, 1}));
+  EXPECT_EQ(id_set(c), (std::vector<int32_t>{0, 1, 2, 3}));
   c = original;
   keep_top_p(c, 1.0f);  // off: unchanged, unsorted
   EXPECT_EQ(ids(c), ids(original));
@@ -91,6 +126,37 @@ TEST(TopPTest, NucleusBeyondTheFirstChunkOfALargeVocabulary) {
   keep_top_p(c, 0.6005f);
   ASSERT_EQ(c.size(), 601u);
   for (size_t i = 0; i < c.size(); ++i) EXPECT_EQ(c[i].id, static_cast<int32_t>(i));
+}
+
+TEST(TopPTest, MatchesAFullSortOnALargeVocabulary) {
+  const auto original = lcg_candidates(128256, 3);
+  for (float top_p : {0.001f, 0.1f, 0.5f, 0.9f, 0.999f}) {
+    auto c = original;
+    keep_top_p(c, top_p);
+    EXPECT_EQ(id_set(c), reference_top_p(original, top_p)) << top_p;
+  }
+  // A peaked distribution: a few high logits above a flat floor.
+  auto peaked = original;
+  for (size_t i = 0; i < peaked.size(); i += 10007)
+    peaked[i].logit = 25.0f - static_cast<float>(i) * 1e-4f;
+  for (float top_p : {0.5f, 0.95f}) {
+    auto c = peaked;
+    keep_top_p(c, top_p);
+    EXPECT_EQ(id_set(c), reference_top_p(peaked, top_p)) << top_p;
+  }
+}
+
+TEST(TopKTest, MatchesAFullSortOnALargeVocabulary) {
+  const auto original = lcg_candidates(128256, 4);
+  auto sorted = original;
+  std::sort(sorted.begin(), sorted.end(), ranks_before);
+  // 40 and 1024 take the heap path, 1025 and 20000 nth_element.
+  for (int32_t k : {1, 40, 1024, 1025, 20000}) {
+    auto c = original;
+    keep_top_k(c, k);
+    ASSERT_EQ(c.size(), static_cast<size_t>(k));
+    EXPECT_EQ(ids(c), ids({sorted.begin(), sorted.begin() + k})) << k;
+  }
 }
 
 TEST(MinPTest, KeepsTokensAtLeastMinPTimesTheBest) {
