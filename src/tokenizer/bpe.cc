@@ -74,7 +74,7 @@ void encode_piece(const Tokenizer::Model& model, std::string_view piece, Workspa
       symbol.len = 1;
       symbol.id = model.byte_token[static_cast<uint8_t>(piece[pos])];
     } else {
-      symbol.len = std::min(piece.size() - pos, utf8_sequence_length(piece[pos]));
+      symbol.len = utf8_char_length(piece, pos);
       symbol.id = model.find(piece.substr(pos, symbol.len));
     }
     symbol.prev = static_cast<int64_t>(symbols.size()) - 1;

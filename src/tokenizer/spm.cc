@@ -41,7 +41,7 @@ void encode_sentencepiece(const Tokenizer::Model& model, std::string_view text,
   std::vector<Symbol> symbols;
   symbols.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {
-    const size_t len = std::min(text.size() - pos, utf8_sequence_length(text[pos]));
+    const size_t len = utf8_char_length(text, pos);
     Symbol symbol;
     symbol.start = pos;
     symbol.len = len;

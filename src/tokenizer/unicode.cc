@@ -35,6 +35,13 @@ size_t utf8_decode(std::string_view text, size_t pos, uint32_t* codepoint) {
   return 0;
 }
 
+size_t utf8_char_length(std::string_view text, size_t pos) {
+  if (static_cast<uint8_t>(text[pos]) < 0x80) return 1;
+  uint32_t cp = 0;
+  const size_t len = utf8_decode(text, pos, &cp);
+  return len == 0 ? 1 : len;
+}
+
 size_t utf8_valid_prefix(std::string_view text) {
   size_t pos = 0;
   uint32_t cp = 0;

@@ -18,6 +18,10 @@ inline size_t utf8_sequence_length(uint8_t lead) {
   return 1;
 }
 
+// Length of the character at text[pos]: its UTF-8 sequence length when well formed, else 1 (an
+// invalid byte stands alone, so it cannot swallow the start of the next character).
+size_t utf8_char_length(std::string_view text, size_t pos);
+
 // Decodes one well-formed UTF-8 character at text[pos] (RFC 3629: no overlongs, no surrogates,
 // at most U+10FFFF). Returns its length, or 0 when the bytes there are not a valid character.
 size_t utf8_decode(std::string_view text, size_t pos, uint32_t* codepoint);

@@ -144,10 +144,14 @@ class JsonWriter {
         *out += key.as_bool() ? "\"true\"" : "\"false\"";
         return ok_status();
       case Value::Kind::kInt:
-        *out += "\"" + std::to_string(key.as_int()) + "\"";
+        *out += '"';
+        *out += std::to_string(key.as_int());
+        *out += '"';
         return ok_status();
       case Value::Kind::kFloat:
-        *out += "\"" + float_text(key.as_double()) + "\"";
+        *out += '"';
+        *out += float_text(key.as_double());
+        *out += '"';
         return ok_status();
       default:
         return make_error(ErrorCode::kInvalidArgument,

@@ -75,15 +75,31 @@ std::string py_float_repr(double value) {
   // Python's repr switches to exponent notation outside 1e-4 <= |x| < 1e16.
   if (exponent < -4 || exponent >= 16) {
     out += digits[0];
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1, std::string::npos);
+    }
     char exp_buf[16];
     std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
     return out + exp_buf;
   }
-  if (exponent < 0) return out + "0." + std::string(-exponent - 1, '0') + digits;
+  if (exponent < 0) {
+    out += "0.";
+    out.append(static_cast<size_t>(-exponent - 1), '0');
+    out += digits;
+    return out;
+  }
   size_t int_digits = static_cast<size_t>(exponent) + 1;
-  if (digits.size() <= int_digits) return out + digits + std::string(int_digits - digits.size(), '0') + ".0";
-  return out + digits.substr(0, int_digits) + "." + digits.substr(int_digits);
+  if (digits.size() <= int_digits) {
+    out += digits;
+    out.append(int_digits - digits.size(), '0');
+    out += ".0";
+    return out;
+  }
+  out.append(digits, 0, int_digits);
+  out += '.';
+  out.append(digits, int_digits, std::string::npos);
+  return out;
 }
 
 std::string py_string_repr(std::string_view text) {

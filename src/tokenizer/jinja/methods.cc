@@ -1,0 +1,477 @@
+// Python str/dict/list methods callable from templates, the global functions, and the argument
+// binding shared by all builtins.
+#include <cstdio>
+#include <ctime>
+
+#include "tokenizer/jinja/builtins.h"
+#include "tokenizer/jinja/py_string.h"
+
+namespace strata::jinja {
+namespace {
+
+Error type_error(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+
+class BoundMethod : public Callable {
+ public:
+  BoundMethod(Value self, std::string name) : self_(std::move(self)), name_(std::move(name)) {}
+  Result<Value> call(Interpreter& interp, CallArgs args, int) const override {
+    return run_method(interp, self_, name_, args);
+  }
+  std::string describe() const override {
+    return "<built-in method " + name_ + " of " + std::string(self_.type_name()) + " object>";
+  }
+
+ private:
+  Value self_;
+  std::string name_;
+};
+
+using GlobalFn = Result<Value> (*)(Interpreter&, const CallArgs&);
+
+class GlobalFunction : public Callable {
+ public:
+  GlobalFunction(std::string name, GlobalFn fn) : name_(std::move(name)), fn_(fn) {}
+  Result<Value> call(Interpreter& interp, CallArgs args, int) const override { return fn_(interp, args); }
+  std::string describe() const override { return "<function " + name_ + ">"; }
+
+ private:
+  std::string name_;
+  GlobalFn fn_;
+};
+
+constexpr std::string_view kStringMethods[] = {
+    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "upper",
+    "lower", "title", "capitalize", "replace", "format", "join", "find", "rfind", "count", "index",
+    "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "removeprefix", "removesuffix"};
+constexpr std::string_view kDictMethods[] = {"get", "items", "keys", "values", "copy"};
+constexpr std::string_view kListMethods[] = {"index", "count", "copy"};
+// Methods that mutate: jinja2's ImmutableSandboxedEnvironment refuses them.
+constexpr std::string_view kDictMutators[] = {"update", "pop", "popitem", "setdefault", "clear"};
+constexpr std::string_view kListMutators[] = {"append", "pop", "insert", "extend", "remove", "sort", "reverse", "clear"};
+
+template <size_t N>
+bool contains(const std::string_view (&names)[N], std::string_view name) {
+  for (auto n : names)
+    if (n == name) return true;
+  return false;
+}
+
+Value unsafe(const Value& self, std::string_view name) {
+  return Value::undefined("access to attribute '" + std::string(name) + "' of '" + std::string(self.type_name()) +
+                          "' object is unsafe.");
+}
+
+Result<std::optional<std::string>> optional_string(const std::optional<Value>& v, std::string_view what) {
+  if (!v || v->is_none()) return std::optional<std::string>();
+  if (!v->is_string()) return type_error(std::string(what) + " must be str or None, not " + std::string(v->type_name()));
+  return std::optional<std::string>(v->as_string());
+}
+
+Value string_list(std::vector<std::string> parts) {
+  ValueList items;
+  items.reserve(parts.size());
+  for (auto& p : parts) items.push_back(Value::string(std::move(p)));
+  return Value::list(std::move(items));
+}
+
+// startswith/endswith accept a str or a tuple of str.
+Result<bool> affix_match(const std::string& s, const Value& affix, bool prefix) {
+  ValueList options = affix.is_list() ? affix.as_list() : ValueList{affix};
+  for (const auto& o : options) {
+    if (!o.is_string()) return type_error("startswith/endswith first arg must be str or a tuple of str");
+    const std::string& a = o.as_string();
+    if (a.size() <= s.size() && (prefix ? s.compare(0, a.size(), a) == 0 : s.compare(s.size() - a.size(), a.size(), a) == 0))
+      return true;
+  }
+  return false;
+}
+
+template <typename Pred>
+bool all_chars(const std::string& s, Pred pred) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!pred(c)) return false;
+  return true;
+}
+
+// str.format with positional {} / {0} and keyword {name} fields (no format specs).
+Result<std::string> str_format(const std::string& format, const CallArgs& args) {
+  std::string out;
+  size_t auto_index = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    char c = format[i];
+    if (c == '}' ) {
+      if (i + 1 < format.size() && format[i + 1] == '}') ++i;
+      out += '}';
+      continue;
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < format.size() && format[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    size_t close = format.find('}', i);
+    if (close == std::string::npos) return type_error("Single '{' encountered in format string");
+    std::string field = format.substr(i + 1, close - i - 1);
+    if (field.find_first_of(":!") != std::string::npos) return type_error("unsupported format spec in str.format: {" + field + "}");
+    const Value* v = nullptr;
+    if (field.empty() || std::isdigit(static_cast<unsigned char>(field[0]))) {
+      size_t index = field.empty() ? auto_index++ : static_cast<size_t>(std::atoi(field.c_str()));
+      if (index >= args.positional.size()) return type_error("Replacement index " + std::to_string(index) + " out of range");
+      v = &args.positional[index];
+    } else {
+      v = args.kwarg(field);
+      if (!v) return type_error("KeyError: '" + field + "'");
+    }
+    out += py_str(*v);
+    i = close;
+  }
+  return out;
+}
+
+Result<Value> string_method(Interpreter& interp, const std::string& s, std::string_view name, const CallArgs& args) {
+  if (name == "strip" || name == "lstrip" || name == "rstrip") {
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"chars"}));
+    STRATA_ASSIGN_OR_RETURN(auto chars, optional_string(a[0], name));
+    std::optional<std::string_view> view;
+    if (chars) view = *chars;
+    return Value::string(py_strip(s, view, name != "rstrip", name != "lstrip"));
+  }
+  if (name == "split" || name == "rsplit") {
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"sep", "maxsplit"}));
+    STRATA_ASSIGN_OR_RETURN(auto sep, optional_string(a[0], name));
+    if (sep && sep->empty()) return type_error("empty separator");
+    STRATA_ASSIGN_OR_RETURN(int64_t maxsplit, arg_int(a[1], -1, "maxsplit"));
+    std::optional<std::string_view> view;
+    if (sep) view = *sep;
+    auto parts = name == "split" ? py_split(s, view, static_cast<long>(maxsplit)) : py_rsplit(s, view, static_cast<long>(maxsplit));
+    STRATA_RETURN_IF_ERROR(interp.charge_steps(static_cast<int64_t>(parts.size())));
+    return string_list(std::move(parts));
+  }
+  if (name == "splitlines") return string_list(py_splitlines(s));
+  if (name == "startswith" || name == "endswith") {
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"affix"}, 1));
+    STRATA_ASSIGN_OR_RETURN(bool r, affix_match(s, *a[0], name == "startswith"));
+    return Value::boolean(r);
+  }
+  if (name == "upper") return Value::string(py_upper(s));
+  if (name == "lower") return Value::string(py_lower(s));
+  if (name == "title") return Value::string(py_title(s));
+  if (name == "capitalize") return Value::string(py_capitalize(s));
+  if (name == "replace") {
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"old", "new", "count"}, 2));
+    if (!a[0]->is_string() || !a[1]->is_string()) return type_error("replace() arguments must be str");
+    STRATA_ASSIGN_OR_RETURN(int64_t count, arg_int(a[2], -1, "count"));
+    size_t growth = a[0]->as_string().empty() ? s.size() + 1 : s.size() / a[0]->as_string().size() + 1;
+    if (a[1]->as_string().size() > a[0]->as_string().size())
+      STRATA_RETURN_IF_ERROR(interp.check_size(s.size() + growth * (a[1]->as_string().size() - a[0]->as_string().size())));
+    return Value::string(py_replace(s, a[0]->as_string(), a[1]->as_string(), static_cast<long>(count)));
+  }
+  if (name == "format") {
+    STRATA_ASSIGN_OR_RETURN(std::string out, str_format(s, args));
+    STRATA_RETURN_IF_ERROR(interp.check_size(out.size()));
+    return Value::string(std::move(out));
+  }
+  if (name == "join") {
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"iterable"}, 1));
+    STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(*a[0]));
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].is_string())
+        return type_error("sequence item " + std::to_string(i) + ": expected str instance, " +
+                          std::string(items[i].type_name()) + " found");
+      if (i) out += s;
+      out += items[i].as_string();
+      STRATA_RETURN_IF_ERROR(interp.check_size(out.size()));
+    }
+    return Value::string(std::move(out));
+  }
+  if (name == "find" || name == "rfind" || name == "index" || name == "count") {
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"sub"}, 1));
+    if (!a[0]->is_string()) return type_error("must be str, not " + std::string(a[0]->type_name()));
+    const std::string& sub = a[0]->as_string();
+    if (name == "count") {
+      if (sub.empty()) return Value::integer(static_cast<int64_t>(utf8_length(s)) + 1);
+      int64_t n = 0;
+      for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
+      return Value::integer(n);
+    }
+    size_t p = name == "rfind" ? s.rfind(sub) : s.find(sub);
+    if (p == std::string::npos) {
+      if (name == "index") return type_error("substring not found");
+      return Value::integer(-1);
+    }
+    return Value::integer(static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, p))));
+  }
+  if (name == "isdigit") return Value::boolean(all_chars(s, [](char c) { return c >= '0' && c <= '9'; }));
+  if (name == "isalpha") return Value::boolean(all_chars(s, [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }));
+  if (name == "isalnum") return Value::boolean(all_chars(s, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }));
+  if (name == "isspace") return Value::boolean(!s.empty() && py_strip(s, std::nullopt, true, true).empty());
+  if (name == "isupper" || name == "islower") {
+    bool cased = false, ok = true;
+    for (char c : s) {
+      bool up = c >= 'A' && c <= 'Z', low = c >= 'a' && c <= 'z';
+      cased = cased || up || low;
+      if ((name == "isupper" && low) || (name == "islower" && up)) ok = false;
+    }
+    return Value::boolean(cased && ok);
+  }
+  if (name == "removeprefix" || name == "removesuffix") {
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"affix"}, 1));
+    if (!a[0]->is_string()) return type_error(std::string(name) + "() argument must be str");
+    const std::string& x = a[0]->as_string();
+    STRATA_ASSIGN_OR_RETURN(bool match, affix_match(s, *a[0], name == "removeprefix"));
+    if (!match) return Value::string(s);
+    return Value::string(name == "removeprefix" ? s.substr(x.size()) : s.substr(0, s.size() - x.size()));
+  }
+  return type_error("unsupported str method '" + std::string(name) + "'");
+}
+
+Result<Value> dict_method(const Value& self, std::string_view name, const CallArgs& args) {
+  const Dict& d = self.as_dict();
+  if (name == "get") {
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"key", "default"}, 1));
+    if (const Value* v = d.find(*a[0])) return *v;
+    return a[1] ? *a[1] : Value::none();
+  }
+  if (name == "copy") return self;
+  ValueList out;
+  out.reserve(d.items.size());
+  for (const auto& [k, v] : d.items) {
+    if (name == "items") out.push_back(Value::list({k, v}, true));
+    if (name == "keys") out.push_back(k);
+    if (name == "values") out.push_back(v);
+  }
+  return Value::list(std::move(out));
+}
+
+Result<Value> list_method(const Value& self, std::string_view name, const CallArgs& args) {
+  if (name == "copy") return Value::list(self.as_list());
+  STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"value"}, 1));
+  int64_t count = 0;
+  const auto& items = self.as_list();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!py_equal(items[i], *a[0])) continue;
+    if (name == "index") return Value::integer(static_cast<int64_t>(i));
+    ++count;
+  }
+  if (name == "index") return type_error(py_repr(*a[0]) + " is not in list");
+  return Value::integer(count);
+}
+
+// ---- globals -----------------------------------------------------------------------------------
+
+Result<Value> global_range(Interpreter& interp, const CallArgs& args) {
+  if (!args.keyword.empty()) return type_error("range() takes no keyword arguments");
+  if (args.positional.empty() || args.positional.size() > 3)
+    return type_error("range expected 1 to 3 arguments, got " + std::to_string(args.positional.size()));
+  int64_t v[3] = {0, 0, 1};
+  for (size_t i = 0; i < args.positional.size(); ++i) {
+    if (!args.positional[i].is_integral())
+      return type_error("'" + std::string(args.positional[i].type_name()) + "' object cannot be interpreted as an integer");
+  }
+  if (args.positional.size() == 1) {
+    v[1] = args.positional[0].as_int();
+  } else {
+    v[0] = args.positional[0].as_int();
+    v[1] = args.positional[1].as_int();
+    if (args.positional.size() == 3) v[2] = args.positional[2].as_int();
+  }
+  if (v[2] == 0) return type_error("range() arg 3 must not be zero");
+  // Length computed in long double to stay clear of int64 overflow on hostile bounds.
+  long double span = static_cast<long double>(v[1]) - static_cast<long double>(v[0]);
+  long double count = span / static_cast<long double>(v[2]);
+  int64_t n = count <= 0 ? 0 : static_cast<int64_t>(std::ceil(count));
+  if (n > interp.options().max_loop_iterations)
+    return make_error(ErrorCode::kOutOfRange, "range() of " + std::to_string(n) + " items passes the loop iteration limit (" +
+                                                  std::to_string(interp.options().max_loop_iterations) + ")");
+  STRATA_RETURN_IF_ERROR(interp.charge_steps(n));
+  ValueList items;
+  items.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) items.push_back(Value::integer(v[0] + i * v[2]));
+  return Value::list(std::move(items));
+}
+
+Result<Dict> dict_from_args(const CallArgs& args, std::string_view what) {
+  Dict d;
+  if (args.positional.size() > 1) return type_error(std::string(what) + " expected at most 1 positional argument");
+  if (args.positional.size() == 1) {
+    const Value& src = args.positional[0];
+    if (src.is_dict()) {
+      d = src.as_dict();
+    } else if (src.is_list()) {
+      for (const auto& pair : src.as_list()) {
+        if (!pair.is_list() || pair.as_list().size() != 2)
+          return type_error(std::string(what) + ": sequence elements must be key/value pairs");
+        d.set(pair.as_list()[0], pair.as_list()[1]);
+      }
+    } else if (!src.is_undefined()) {
+      return type_error("'" + std::string(src.type_name()) + "' object is not iterable");
+    }
+  }
+  for (const auto& [k, v] : args.keyword) d.set(Value::string(k), v);
+  return d;
+}
+
+Result<Value> global_namespace(Interpreter&, const CallArgs& args) {
+  STRATA_ASSIGN_OR_RETURN(Dict d, dict_from_args(args, "namespace()"));
+  for (const auto& [k, v] : d.items)
+    if (v.is_namespace()) return type_error("a namespace cannot be stored inside a namespace");
+  return Value::namespace_object(std::move(d));
+}
+
+Result<Value> global_dict(Interpreter&, const CallArgs& args) {
+  STRATA_ASSIGN_OR_RETURN(Dict d, dict_from_args(args, "dict()"));
+  return Value::dict(std::move(d));
+}
+
+Result<Value> global_raise_exception(Interpreter& interp, const CallArgs& args) {
+  std::string message = args.positional.empty() ? "" : py_str(args.positional[0]);
+  return interp.raise_from_template(std::move(message));
+}
+
+// transformers' strftime_now(fmt) = datetime.now().strftime(fmt); CPython hands the format to
+// the C library's strftime, so glibc's strftime gives the same text.
+Result<Value> global_strftime_now(Interpreter& interp, const CallArgs& args) {
+  STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, "strftime_now", {"format"}, 1));
+  if (!a[0]->is_string()) return type_error("strftime() argument 1 must be str, not " + std::string(a[0]->type_name()));
+  const std::string& format = a[0]->as_string();
+  if (format.find('\0') != std::string::npos) return type_error("embedded null character");
+  std::tm tm{};
+  if (interp.options().now) {
+    tm = *interp.options().now;
+    std::tm copy = tm;
+    time_t t = timegm(&copy);  // fills tm_wday/tm_yday for the pinned date
+    gmtime_r(&t, &tm);
+  } else {
+    time_t t = std::time(nullptr);
+    localtime_r(&t, &tm);
+  }
+  if (format.empty()) return Value::string("");
+  for (size_t size = 256 + format.size() * 16; size <= interp.options().max_output_bytes + 256; size *= 4) {
+    std::string buf(size, '\0');
+    size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
+    if (n > 0) {
+      buf.resize(n);
+      return Value::string(std::move(buf));
+    }
+  }
+  return Value::string("");
+}
+
+}  // namespace
+
+Result<BoundArgs> bind_args(const CallArgs& args, std::string_view what, std::initializer_list<std::string_view> names,
+                            size_t required) {
+  BoundArgs bound(names.size());
+  if (args.positional.size() > names.size())
+    return type_error(std::string(what) + "() takes at most " + std::to_string(names.size()) + " arguments (" +
+                      std::to_string(args.positional.size()) + " given)");
+  for (size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
+  for (const auto& [k, v] : args.keyword) {
+    size_t i = 0;
+    for (auto n : names) {
+      if (n == k) break;
+      ++i;
+    }
+    if (i == names.size()) return type_error(std::string(what) + "() got an unexpected keyword argument '" + k + "'");
+    if (bound[i]) return type_error(std::string(what) + "() got multiple values for argument '" + k + "'");
+    bound[i] = v;
+  }
+  for (size_t i = 0; i < required; ++i)
+    if (!bound[i]) return type_error(std::string(what) + "() missing required argument '" + std::string(names.begin()[i]) + "'");
+  return bound;
+}
+
+Result<int64_t> arg_int(const std::optional<Value>& v, int64_t fallback, std::string_view what) {
+  if (!v || v->is_none()) return fallback;
+  if (!v->is_integral()) return type_error(std::string(what) + " must be an integer, not " + std::string(v->type_name()));
+  return v->as_int();
+}
+
+Result<std::string> arg_string(const std::optional<Value>& v, std::string fallback, std::string_view what) {
+  if (!v) return fallback;
+  if (!v->is_string()) return type_error(std::string(what) + " must be a string, not " + std::string(v->type_name()));
+  return v->as_string();
+}
+
+bool arg_bool(const std::optional<Value>& v, bool fallback) { return v ? v->truthy() : fallback; }
+
+std::optional<Value> lookup_method(const Value& self, std::string_view name) {
+  if (!name.empty() && name[0] == '_') return unsafe(self, name);
+  const auto bound = [&] { return Value::callable(std::make_shared<BoundMethod>(self, std::string(name))); };
+  if (self.is_string() && contains(kStringMethods, name)) return bound();
+  if (self.is_dict()) {
+    if (contains(kDictMethods, name)) return bound();
+    if (contains(kDictMutators, name)) return unsafe(self, name);
+  }
+  if (self.is_list()) {
+    if (contains(kListMethods, name)) return bound();
+    if (contains(kListMutators, name)) return unsafe(self, name);
+  }
+  return std::nullopt;
+}
+
+Result<Value> run_method(Interpreter& interp, const Value& self, std::string_view name, const CallArgs& args) {
+  if (self.is_string()) return string_method(interp, self.as_string(), name, args);
+  if (self.is_dict()) return dict_method(self, name, args);
+  if (self.is_list()) return list_method(self, name, args);
+  return type_error("'" + std::string(self.type_name()) + "' object has no attribute '" + std::string(name) + "'");
+}
+
+Result<std::string> percent_format(const std::string& format, const Value& args) {
+  ValueList values = args.is_tuple() ? args.as_list() : ValueList{args};
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') {
+      out += format[i];
+      continue;
+    }
+    if (++i >= format.size()) return type_error("incomplete format");
+    char c = format[i];
+    if (c == '%') {
+      out += '%';
+      continue;
+    }
+    if (next >= values.size()) return type_error("not enough arguments for format string");
+    const Value& v = values[next++];
+    char buf[64];
+    if (c == 's') {
+      out += py_str(v);
+    } else if (c == 'r') {
+      out += py_repr(v);
+    } else if ((c == 'd' || c == 'i') && v.is_number()) {
+      out += std::to_string(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int());
+    } else if (c == 'f' && v.is_number()) {
+      std::snprintf(buf, sizeof(buf), "%f", v.as_double());
+      out += buf;
+    } else if (c == 'x' && v.is_integral()) {
+      std::snprintf(buf, sizeof(buf), "%llx", static_cast<long long>(v.as_int()));
+      out += buf;
+    } else {
+      return type_error(std::string("unsupported format character '") + c + "' in '%' formatting");
+    }
+  }
+  if (next < values.size()) return type_error("not all arguments converted during string formatting");
+  return out;
+}
+
+Dict make_globals() {
+  Dict d;
+  const auto add = [&](const char* name, GlobalFn fn) {
+    d.items.emplace_back(Value::string(name), Value::callable(std::make_shared<GlobalFunction>(name, fn)));
+  };
+  add("range", global_range);
+  add("namespace", global_namespace);
+  add("dict", global_dict);
+  add("raise_exception", global_raise_exception);
+  add("strftime_now", global_strftime_now);
+  return d;
+}
+
+}  // namespace strata::jinja

@@ -1,0 +1,33 @@
+#include "tokenizer/jinja/template.h"
+
+#include "tokenizer/jinja/interpreter.h"
+#include "tokenizer/jinja/lexer.h"
+#include "tokenizer/jinja/parser.h"
+
+namespace strata::jinja {
+
+Result<Template> Template::parse(std::string_view source) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<Token> tokens, tokenize(source));
+  STRATA_ASSIGN_OR_RETURN(StmtList body, parse_template(std::move(tokens)));
+  return Template(std::make_shared<const StmtList>(std::move(body)));
+}
+
+Result<std::string> Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
+  if (!context.is_object() && !context.is_null())
+    return make_error(ErrorCode::kInvalidArgument, "template context must be a JSON object");
+  Dict variables;
+  if (context.is_object()) {
+    for (const auto& [key, item] : context.items()) {
+      STRATA_ASSIGN_OR_RETURN(Value v, Value::from_json(item));
+      variables.items.emplace_back(Value::string(key), std::move(v));
+    }
+  }
+  Interpreter interpreter(options);
+  return interpreter.render(*body_, variables);
+}
+
+Result<std::string> Template::render(const nlohmann::json& context, const RenderOptions& options) const {
+  return render(nlohmann::ordered_json::parse(context.dump()), options);
+}
+
+}  // namespace strata::jinja
