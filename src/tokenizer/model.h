@@ -49,6 +49,9 @@ struct Tokenizer::Model {
 
   TokenId bos = -1, eos = -1, unk = -1, sep = -1, pad = -1, eot = -1, eom = -1;
   bool add_bos = false, add_eos = false, add_space_prefix = false;
+  // SentencePiece: no token has U+2581 after a different character (true of sentencepiece's
+  // whitespace-split training), so text can be encoded word by word.
+  bool spm_words_independent = false;
   size_t max_token_bytes = 0;
   // Control, user-defined and unknown-type tokens, longest text first: the order llama.cpp
   // splits them out of the text.

@@ -108,6 +108,15 @@ Result<std::unique_ptr<Tokenizer::Model>> build_model(VocabSpec spec) {
     model->algorithm = Algorithm::kSentencePiece;
     model->add_bos = true;
     model->add_space_prefix = true;
+    model->spm_words_independent =
+        std::none_of(model->tokens.begin(), model->tokens.end(), [](const std::string& token) {
+          constexpr std::string_view kSpace = "\xE2\x96\x81";
+          size_t leading = 0;
+          while (std::string_view(token).substr(leading, kSpace.size()) == kSpace) {
+            leading += kSpace.size();
+          }
+          return token.find(kSpace, leading) != std::string::npos;
+        });
     for (int b = 0; b < 256; ++b) {
       TokenId id = model->find(byte_token_text(b));
       if (id < 0 && b < 0x80) id = model->find(std::string(1, static_cast<char>(b)));

@@ -34,12 +34,10 @@ struct BigramLess {
   }
 };
 
-}  // namespace
-
-void encode_sentencepiece(const Tokenizer::Model& model, std::string_view text,
-                          std::vector<TokenId>* out) {
-  std::vector<Symbol> symbols;
-  symbols.reserve(text.size());
+void encode_word(const Tokenizer::Model& model, std::string_view text, std::vector<Symbol>& symbols,
+                 std::vector<Bigram>& heap, std::vector<TokenId>* out) {
+  symbols.clear();
+  heap.clear();
   for (size_t pos = 0; pos < text.size();) {
     const size_t len = utf8_char_length(text, pos);
     Symbol symbol;
@@ -51,7 +49,6 @@ void encode_sentencepiece(const Tokenizer::Model& model, std::string_view text,
     symbols.push_back(symbol);
   }
 
-  std::vector<Bigram> heap;
   auto try_add_bigram = [&](int64_t left, int64_t right) {
     if (left < 0 || right < 0) return;
     const size_t len = symbols[left].len + symbols[right].len;
@@ -99,6 +96,34 @@ void encode_sentencepiece(const Tokenizer::Model& model, std::string_view text,
       out->push_back(model.unk);
     }
   }
+}
+
+}  // namespace
+
+void encode_sentencepiece(const Tokenizer::Model& model, std::string_view text,
+                          std::vector<TokenId>* out) {
+  std::vector<Symbol> symbols;
+  std::vector<Bigram> heap;
+  if (!model.spm_words_independent) {
+    encode_word(model, text, symbols, heap, out);
+    return;
+  }
+  // No piece has U+2581 after another character, so no merge crosses the start of a "▁word":
+  // encoding the words one by one gives the same pieces with small queues.
+  constexpr std::string_view kSpace = "\xE2\x96\x81";
+  size_t start = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t next = text.find(kSpace, pos);
+    if (next == std::string_view::npos) break;
+    // A word starts at a ▁ that follows something other than ▁.
+    if (next > start && text.compare(next - kSpace.size(), kSpace.size(), kSpace) != 0) {
+      encode_word(model, text.substr(start, next - start), symbols, heap, out);
+      start = next;
+    }
+    pos = next + kSpace.size();
+  }
+  encode_word(model, text.substr(start), symbols, heap, out);
 }
 
 }  // namespace strata::tokenizer

@@ -43,6 +43,16 @@ TEST(SentencePiece, EqualScoresMergeLeftMostPair) {
             (std::vector<TokenId>{spm_piece(0), spm_piece(2), spm_piece(1)}));
 }
 
+TEST(SentencePiece, PiecesSpanningWordsStillMerge) {
+  // "a▁" has U+2581 after a letter, so words cannot be encoded separately: "▁a▁b" merges a+▁,
+  // then a▁+b.
+  auto tokenizer =
+      build(spm_spec({kSpace, "a", "b", "a" + kSpace, "a" + kSpace + "b"}, {-1, -2, -2, -1, -1}));
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_EQ(tokenizer->encode("a b", false, false),
+            (std::vector<TokenId>{spm_piece(0), spm_piece(4)}));
+}
+
 TEST(SentencePiece, UnknownCharactersFallBackToByteTokens) {
   auto tokenizer = build(spm_spec({kSpace, "a"}, {-1, -2}));
   ASSERT_NE(tokenizer, nullptr);
