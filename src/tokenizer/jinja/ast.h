@@ -37,7 +37,7 @@ struct Expr {
   ExprKind kind = ExprKind::kLiteral;
   int line = 0;
   Value literal;
-  std::string name;  // variable, attribute, filter or test name; operator for kUnary/kBinary
+  std::string name;      // variable, attribute, filter or test name; operator for kUnary/kBinary
   bool negated = false;  // kTest: "is not"
   std::vector<ExprPtr> children;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
@@ -56,7 +56,7 @@ enum class StmtKind : uint8_t {
   kFilterBlock,  // filter filters body
   kBreak,
   kContinue,
-  kScope,        // body rendered as is ({% generation %} passthrough)
+  kScope,  // body rendered as is ({% generation %} passthrough)
 };
 
 struct MacroParam {
@@ -67,12 +67,12 @@ struct MacroParam {
 struct Stmt {
   StmtKind kind = StmtKind::kData;
   int line = 0;
-  std::string text;  // kData text; kMacro name
-  std::string attr;  // kSet namespace attribute (set ns.attr = ...)
-  ExprPtr expr;      // value / iterable / call expression
-  ExprPtr cond;      // kFor loop filter
+  std::string text;                  // kData text; kMacro name
+  std::string attr;                  // kSet namespace attribute (set ns.attr = ...)
+  ExprPtr expr;                      // value / iterable / call expression
+  ExprPtr cond;                      // kFor loop filter
   std::vector<std::string> targets;  // loop or set targets (more than one = tuple unpacking)
-  std::vector<ExprPtr> filters;      // kFilterBlock / kSetBlock filter chain (kFilter with no input)
+  std::vector<ExprPtr> filters;  // kFilterBlock / kSetBlock filter chain (kFilter with no input)
   std::vector<std::pair<ExprPtr, StmtList>> branches;  // kIf
   StmtList body;
   StmtList else_body;

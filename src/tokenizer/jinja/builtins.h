@@ -23,19 +23,23 @@ Result<BoundArgs> bind_args(const CallArgs& args, std::string_view what,
 
 // Argument conversions with Python-like errors.
 Result<int64_t> arg_int(const std::optional<Value>& v, int64_t fallback, std::string_view what);
-Result<std::string> arg_string(const std::optional<Value>& v, std::string fallback, std::string_view what);
+Result<std::string> arg_string(const std::optional<Value>& v, std::string fallback,
+                               std::string_view what);
 bool arg_bool(const std::optional<Value>& v, bool fallback);
 
 // jinja2 filters; unknown names fail with "unsupported filter 'name'".
-Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value& input, const CallArgs& args);
+Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value& input,
+                         const CallArgs& args);
 // jinja2 tests; unknown names fail with "unsupported test 'name'".
-Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& input, const CallArgs& args);
+Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& input,
+                      const CallArgs& args);
 
 // Attribute lookup of Python methods on str/dict/list (`"a".upper`, `d.items`): a bound method,
 // an undefined that fails as unsafe when used (mutating methods, `_private` names, as jinja2's
 // ImmutableSandboxedEnvironment does), or nullopt when there is no such method.
 std::optional<Value> lookup_method(const Value& self, std::string_view name);
-Result<Value> run_method(Interpreter& interp, const Value& self, std::string_view name, const CallArgs& args);
+Result<Value> run_method(Interpreter& interp, const Value& self, std::string_view name,
+                         const CallArgs& args);
 
 // range, namespace, dict, raise_exception, strftime_now, cycler-free jinja2 globals.
 Dict make_globals();

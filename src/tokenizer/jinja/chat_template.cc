@@ -20,17 +20,19 @@ nlohmann::ordered_json build_chat_context(const ChatTemplateInputs& inputs) {
 Result<std::string> render_chat(std::string_view template_source, const ChatTemplateInputs& inputs,
                                 const RenderOptions& options) {
   if (!inputs.messages.is_array())
-    return make_error(ErrorCode::kInvalidArgument, "chat messages must be a JSON array of message objects");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "chat messages must be a JSON array of message objects");
   if (!inputs.tools.is_null() && !inputs.tools.is_array())
     return make_error(ErrorCode::kInvalidArgument, "chat tools must be a JSON array or null");
   STRATA_ASSIGN_OR_RETURN(Template tmpl, Template::parse(template_source));
   return tmpl.render(build_chat_context(inputs), options);
 }
 
-Result<std::string> render_chat(std::string_view template_source, const nlohmann::ordered_json& messages,
+Result<std::string> render_chat(std::string_view template_source,
+                                const nlohmann::ordered_json& messages,
                                 const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                                std::optional<std::string> bos_token, std::optional<std::string> eos_token,
-                                std::optional<std::tm> now) {
+                                std::optional<std::string> bos_token,
+                                std::optional<std::string> eos_token, std::optional<std::tm> now) {
   ChatTemplateInputs inputs;
   inputs.messages = messages;
   inputs.tools = tools;

@@ -2,11 +2,10 @@
 #pragma once
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "tokenizer/jinja/render_options.h"
@@ -34,9 +33,10 @@ Result<std::string> render_chat(std::string_view template_source, const ChatTemp
                                 const RenderOptions& options);
 
 // Shorthand with the common inputs; `now` pins strftime_now() (nullopt = the current time).
-Result<std::string> render_chat(std::string_view template_source, const nlohmann::ordered_json& messages,
+Result<std::string> render_chat(std::string_view template_source,
+                                const nlohmann::ordered_json& messages,
                                 const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                                std::optional<std::string> bos_token, std::optional<std::string> eos_token,
-                                std::optional<std::tm> now);
+                                std::optional<std::string> bos_token,
+                                std::optional<std::string> eos_token, std::optional<std::tm> now);
 
 }  // namespace strata::jinja

@@ -10,7 +10,9 @@
 namespace strata::jinja {
 namespace {
 
-Error type_error(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error type_error(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 // jinja2 make_attrgetter: "a.b.0" walks getitem one part at a time (digits index lists).
 Result<Value> attribute_of(Interpreter& interp, Value item, const Value& attribute) {
@@ -19,8 +21,10 @@ Result<Value> attribute_of(Interpreter& interp, Value item, const Value& attribu
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool digits = !part.empty() && part.size() < 18 && std::all_of(part.begin(), part.end(), ::isdigit);
+    std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    bool digits =
+        !part.empty() && part.size() < 18 && std::all_of(part.begin(), part.end(), ::isdigit);
     Value key = digits ? Value::integer(std::atoll(part.c_str())) : Value::string(part);
     STRATA_ASSIGN_OR_RETURN(item, interp.get_item(item, key));
     if (dot == std::string::npos) return item;
@@ -63,14 +67,17 @@ Result<Value> filter_length(const Value& input) {
 }
 
 Result<Value> filter_tojson(Interpreter& interp, const Value& input, const CallArgs& args) {
-  STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, "tojson", {"ensure_ascii", "indent", "separators", "sort_keys"}));
+  STRATA_ASSIGN_OR_RETURN(
+      auto a, bind_args(args, "tojson", {"ensure_ascii", "indent", "separators", "sort_keys"}));
   JsonDumpOptions options;
   options.max_bytes = interp.options().max_output_bytes;
   options.ensure_ascii = arg_bool(a[0], false);
   if (a[1] && !a[1]->is_none()) {
     if (a[1]->is_integral()) {
       int64_t n = a[1]->as_int();
-      if (n > 4096) return make_error(ErrorCode::kOutOfRange, "tojson indent " + std::to_string(n) + " is too large");
+      if (n > 4096)
+        return make_error(ErrorCode::kOutOfRange,
+                          "tojson indent " + std::to_string(n) + " is too large");
       options.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, n)), ' ');
     } else if (a[1]->is_string()) {
       options.indent = a[1]->as_string().substr(0, 4096);
@@ -137,22 +144,26 @@ std::string jinja_title(const std::string& s) {
   return out;
 }
 
-Result<Value> filter_select(Interpreter& interp, std::string_view name, const Value& input, const CallArgs& args) {
+Result<Value> filter_select(Interpreter& interp, std::string_view name, const Value& input,
+                            const CallArgs& args) {
   const bool by_attr = name == "selectattr" || name == "rejectattr";
   const bool keep_if = name == "select" || name == "selectattr";
   size_t next = 0;
   Value attribute;
   if (by_attr) {
-    if (args.positional.empty()) return type_error(std::string(name) + "() needs an attribute name");
+    if (args.positional.empty())
+      return type_error(std::string(name) + "() needs an attribute name");
     attribute = args.positional[next++];
   }
   std::string test;
   if (next < args.positional.size()) {
-    if (!args.positional[next].is_string()) return type_error(std::string(name) + "() test name must be a string");
+    if (!args.positional[next].is_string())
+      return type_error(std::string(name) + "() test name must be a string");
     test = args.positional[next++].as_string();
   }
   CallArgs test_args;
-  test_args.positional.assign(args.positional.begin() + static_cast<long>(next), args.positional.end());
+  test_args.positional.assign(args.positional.begin() + static_cast<long>(next),
+                              args.positional.end());
   test_args.keyword = args.keyword;
   STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
   ValueList out;
@@ -191,14 +202,16 @@ Result<Value> filter_map(Interpreter& interp, const Value& input, const CallArgs
   filter_args.keyword = args.keyword;
   for (const auto& item : items) {
     STRATA_RETURN_IF_ERROR(interp.charge_steps(1));
-    STRATA_ASSIGN_OR_RETURN(Value v, run_filter(interp, args.positional[0].as_string(), item, filter_args));
+    STRATA_ASSIGN_OR_RETURN(Value v,
+                            run_filter(interp, args.positional[0].as_string(), item, filter_args));
     out.push_back(std::move(v));
   }
   return Value::list(std::move(out));
 }
 
 // sort, unique, min, max share jinja2's (case_sensitive, attribute) key handling.
-Result<Value> filter_ordering(Interpreter& interp, std::string_view name, const Value& input, const CallArgs& args) {
+Result<Value> filter_ordering(Interpreter& interp, std::string_view name, const Value& input,
+                              const CallArgs& args) {
   BoundArgs a;
   if (name == "sort") {
     STRATA_ASSIGN_OR_RETURN(a, bind_args(args, name, {"reverse", "case_sensitive", "attribute"}));
@@ -243,9 +256,11 @@ Result<Value> filter_ordering(Interpreter& interp, std::string_view name, const 
 Result<Value> filter_dictsort(Interpreter& interp, const Value& input, const CallArgs& args) {
   STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, "dictsort", {"case_sensitive", "by", "reverse"}));
   if (input.is_undefined()) return type_error(input.undefined_hint());
-  if (!input.is_dict()) return type_error("dictsort() needs a mapping, not " + std::string(input.type_name()));
+  if (!input.is_dict())
+    return type_error("dictsort() needs a mapping, not " + std::string(input.type_name()));
   STRATA_ASSIGN_OR_RETURN(std::string by, arg_string(a[1], "key", "dictsort by"));
-  if (by != "key" && by != "value") return type_error("You can only sort by either \"key\" or \"value\"");
+  if (by != "key" && by != "value")
+    return type_error("You can only sort by either \"key\" or \"value\"");
   ValueList pairs, keys;
   for (const auto& [k, v] : input.as_dict().items) {
     pairs.push_back(Value::list({k, v}, true));
@@ -332,12 +347,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -345,7 +371,8 @@ std::string html_escape(const std::string& s) {
 
 }  // namespace
 
-Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value& input, const CallArgs& args) {
+Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value& input,
+                         const CallArgs& args) {
   if (name == "tojson") return filter_tojson(interp, input, args);
   if (name == "length" || name == "count") return filter_length(input);
   if (name == "string") return Value::string(py_str(input));
@@ -372,7 +399,8 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
   }
   if (name == "first" || name == "last") {
     STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
-    if (items.empty()) return Value::undefined("No " + std::string(name) + " item, sequence was empty.");
+    if (items.empty())
+      return Value::undefined("No " + std::string(name) + " item, sequence was empty.");
     return name == "first" ? items.front() : items.back();
   }
   if (name == "list") {
@@ -405,7 +433,8 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
     std::string s = py_str(input), old_text = py_str(*a[0]), new_text = py_str(*a[1]);
     size_t hits = old_text.empty() ? s.size() + 1 : s.size() / old_text.size() + 1;
     if (new_text.size() > old_text.size())
-      STRATA_RETURN_IF_ERROR(interp.check_size(s.size() + hits * (new_text.size() - old_text.size())));
+      STRATA_RETURN_IF_ERROR(
+          interp.check_size(s.size() + hits * (new_text.size() - old_text.size())));
     return Value::string(py_replace(s, old_text, new_text, static_cast<long>(count)));
   }
   if (name == "indent") return filter_indent(interp, input, args);
@@ -419,7 +448,8 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
   if (name == "float") return filter_number(input, args, false);
   if (name == "abs") {
     if (input.is_float()) return Value::floating(std::fabs(input.as_double()));
-    if (input.is_integral() && input.as_int() != INT64_MIN) return Value::integer(std::llabs(input.as_int()));
+    if (input.is_integral() && input.as_int() != INT64_MIN)
+      return Value::integer(std::llabs(input.as_int()));
     return type_error("bad operand type for abs(): '" + std::string(input.type_name()) + "'");
   }
   if (name == "round") {
@@ -431,7 +461,9 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
     double scale = std::pow(10.0, static_cast<double>(precision));
     double x = input.as_double() * scale;
     // Python's round() (jinja2's "common") rounds half to even.
-    double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
+    double r = method == "ceil"    ? std::ceil(x)
+               : method == "floor" ? std::floor(x)
+                                   : std::nearbyint(x);
     if (method != "common" && method != "ceil" && method != "floor")
       return type_error("method must be common, ceil or floor");
     return Value::floating(r / scale);
@@ -446,10 +478,11 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
         STRATA_ASSIGN_OR_RETURN(v, attribute_of(interp, item, *a[0]));
       }
       if (!total.is_number() || !v.is_number())
-        return type_error("unsupported operand type(s) for +: '" + std::string(total.type_name()) + "' and '" +
-                          std::string(v.type_name()) + "'");
+        return type_error("unsupported operand type(s) for +: '" + std::string(total.type_name()) +
+                          "' and '" + std::string(v.type_name()) + "'");
       int64_t r;
-      if (total.is_integral() && v.is_integral() && !__builtin_add_overflow(total.as_int(), v.as_int(), &r)) {
+      if (total.is_integral() && v.is_integral() &&
+          !__builtin_add_overflow(total.as_int(), v.as_int(), &r)) {
         total = Value::integer(r);
       } else {
         total = Value::floating(total.as_double() + v.as_double());
@@ -473,7 +506,8 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
     int64_t words = 0;
     bool in_word = false;
     for (char c : py_str(input)) {
-      bool word_char = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80;
+      bool word_char = std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                       static_cast<unsigned char>(c) >= 0x80;
       if (word_char && !in_word) ++words;
       in_word = word_char;
     }
@@ -485,7 +519,8 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
     return interp.get_attr(input, a[0]->as_string());
   }
   if (name == "format") {
-    if (!args.keyword.empty()) return type_error("format filter: keyword arguments are not supported");
+    if (!args.keyword.empty())
+      return type_error("format filter: keyword arguments are not supported");
     Value tuple = Value::list(args.positional, true);
     STRATA_ASSIGN_OR_RETURN(std::string text, percent_format(py_str(input), tuple));
     return Value::string(std::move(text));

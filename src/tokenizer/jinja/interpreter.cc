@@ -16,7 +16,9 @@ constexpr uint32_t kMaxValueDepth = 256;
 // within an 8 MiB stack.
 constexpr int kMaxEvalDepth = 3000;
 
-Error type_error(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error type_error(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 // A macro defined with {% macro %}, or the `caller` of a {% call %} block. It holds its defining
 // scope weakly: frames never own themselves through a macro stored in them.
@@ -24,7 +26,10 @@ class MacroCallable : public Callable {
  public:
   MacroCallable(const Stmt* stmt, std::weak_ptr<Frame> closure, std::weak_ptr<Frame> fallback,
                 std::string name)
-      : stmt_(stmt), closure_(std::move(closure)), fallback_(std::move(fallback)), name_(std::move(name)) {}
+      : stmt_(stmt),
+        closure_(std::move(closure)),
+        fallback_(std::move(fallback)),
+        name_(std::move(name)) {}
 
   Result<Value> call(Interpreter& interp, CallArgs args, int line) const override {
     std::shared_ptr<Frame> closure = closure_.lock();
@@ -39,7 +44,8 @@ class MacroCallable : public Callable {
         break;
       }
     }
-    return interp.call_macro(*stmt_, closure, std::move(args), has_caller ? &caller : nullptr, line);
+    return interp.call_macro(*stmt_, closure, std::move(args), has_caller ? &caller : nullptr,
+                             line);
   }
   std::string describe() const override { return "<Macro '" + name_ + "'>"; }
 
@@ -68,11 +74,13 @@ bool checked_add(int64_t a, int64_t b, int64_t* r) { return !__builtin_add_overf
 bool checked_sub(int64_t a, int64_t b, int64_t* r) { return !__builtin_sub_overflow(a, b, r); }
 bool checked_mul(int64_t a, int64_t b, int64_t* r) { return !__builtin_mul_overflow(a, b, r); }
 
-Error overflow() { return make_error(ErrorCode::kOutOfRange, "integer overflow in template arithmetic"); }
+Error overflow() {
+  return make_error(ErrorCode::kOutOfRange, "integer overflow in template arithmetic");
+}
 
 Error unsupported_operands(const std::string& op, const Value& a, const Value& b) {
-  return type_error("unsupported operand type(s) for " + op + ": '" + std::string(a.type_name()) + "' and '" +
-                    std::string(b.type_name()) + "'");
+  return type_error("unsupported operand type(s) for " + op + ": '" + std::string(a.type_name()) +
+                    "' and '" + std::string(b.type_name()) + "'");
 }
 
 }  // namespace
@@ -120,7 +128,8 @@ Result<ValueList> iterate(const Value& value) {
 
 Interpreter::Interpreter(const RenderOptions& options) : options_(options) {
   globals_ = std::make_shared<Frame>();
-  for (auto& [k, v] : make_globals().items) globals_->vars.emplace_back(k.as_string(), std::move(v));
+  for (auto& [k, v] : make_globals().items)
+    globals_->vars.emplace_back(k.as_string(), std::move(v));
 }
 
 Result<std::string> Interpreter::render(const StmtList& body, const Dict& context) {
@@ -139,23 +148,26 @@ Result<std::string> Interpreter::render(const StmtList& body, const Dict& contex
 
 Status Interpreter::check_size(size_t size) const {
   if (size > options_.max_output_bytes)
-    return make_error(ErrorCode::kOutOfRange, "output size limit (" + std::to_string(options_.max_output_bytes) +
-                                                  " bytes) exceeded; raise RenderOptions::max_output_bytes");
+    return make_error(ErrorCode::kOutOfRange,
+                      "output size limit (" + std::to_string(options_.max_output_bytes) +
+                          " bytes) exceeded; raise RenderOptions::max_output_bytes");
   return ok_status();
 }
 
 Status Interpreter::charge_iterations(int64_t n) {
   iterations_ += n;
   if (iterations_ > options_.max_loop_iterations)
-    return make_error(ErrorCode::kOutOfRange, "loop iteration limit (" + std::to_string(options_.max_loop_iterations) +
-                                                  ") exceeded; raise RenderOptions::max_loop_iterations");
+    return make_error(ErrorCode::kOutOfRange,
+                      "loop iteration limit (" + std::to_string(options_.max_loop_iterations) +
+                          ") exceeded; raise RenderOptions::max_loop_iterations");
   return ok_status();
 }
 
 Status Interpreter::charge_steps(int64_t n) {
   steps_ += n;
   if (steps_ > options_.max_steps)
-    return make_error(ErrorCode::kOutOfRange, "evaluation step limit (" + std::to_string(options_.max_steps) +
+    return make_error(ErrorCode::kOutOfRange, "evaluation step limit (" +
+                                                  std::to_string(options_.max_steps) +
                                                   ") exceeded; raise RenderOptions::max_steps");
   return ok_status();
 }
@@ -178,7 +190,8 @@ Status Interpreter::append_output(std::string* out, std::string_view text) const
 
 // ---- statements --------------------------------------------------------------------------------
 
-Result<Flow> Interpreter::exec_body(const StmtList& body, const std::shared_ptr<Frame>& frame, std::string* out) {
+Result<Flow> Interpreter::exec_body(const StmtList& body, const std::shared_ptr<Frame>& frame,
+                                    std::string* out) {
   for (const auto& stmt : body) {
     STRATA_ASSIGN_OR_RETURN(Flow flow, exec(*stmt, frame, out));
     if (flow != Flow::kNormal) return flow;
@@ -186,7 +199,8 @@ Result<Flow> Interpreter::exec_body(const StmtList& body, const std::shared_ptr<
   return Flow::kNormal;
 }
 
-Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string* out) {
+Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
+                               std::string* out) {
   switch (stmt.kind) {
     case StmtKind::kData:
       STRATA_RETURN_IF_ERROR(append_output(out, stmt.text));
@@ -214,7 +228,8 @@ Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& f
       std::string text;
       STRATA_ASSIGN_OR_RETURN(Flow flow, exec_body(stmt.body, frame, &text));
       (void)flow;
-      STRATA_ASSIGN_OR_RETURN(Value v, apply_filter_chain(stmt.filters, Value::string(std::move(text)), frame));
+      STRATA_ASSIGN_OR_RETURN(
+          Value v, apply_filter_chain(stmt.filters, Value::string(std::move(text)), frame));
       STRATA_RETURN_IF_ERROR(exec_set(stmt, frame, std::move(v)));
       return Flow::kNormal;
     }
@@ -238,7 +253,8 @@ Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& f
       std::string text;
       STRATA_ASSIGN_OR_RETURN(Flow flow, exec_body(stmt.body, frame, &text));
       (void)flow;
-      STRATA_ASSIGN_OR_RETURN(Value v, apply_filter_chain(stmt.filters, Value::string(std::move(text)), frame));
+      STRATA_ASSIGN_OR_RETURN(
+          Value v, apply_filter_chain(stmt.filters, Value::string(std::move(text)), frame));
       auto status = append_output(out, py_str(v));
       if (!status.ok()) return at_line(status.error(), stmt.line);
       return Flow::kNormal;
@@ -262,22 +278,26 @@ Result<Value> Interpreter::apply_filter_chain(const std::vector<ExprPtr>& filter
   return input;
 }
 
-Status Interpreter::assign_targets(const std::vector<std::string>& targets, const Value& value, Frame* frame,
-                                   int line) {
+Status Interpreter::assign_targets(const std::vector<std::string>& targets, const Value& value,
+                                   Frame* frame, int line) {
   if (targets.size() == 1) {
     frame->set(targets[0], value);
     return ok_status();
   }
   auto items = iterate(value);
   if (!items.ok() || value.is_undefined()) {
-    return at_line(type_error("cannot unpack non-iterable " + std::string(value.type_name()) + " object"), line);
+    return at_line(
+        type_error("cannot unpack non-iterable " + std::string(value.type_name()) + " object"),
+        line);
   }
   if (items->size() != targets.size()) {
-    return at_line(type_error(items->size() > targets.size()
-                                  ? "too many values to unpack (expected " + std::to_string(targets.size()) + ")"
-                                  : "not enough values to unpack (expected " + std::to_string(targets.size()) +
-                                        ", got " + std::to_string(items->size()) + ")"),
-                   line);
+    return at_line(
+        type_error(items->size() > targets.size()
+                       ? "too many values to unpack (expected " + std::to_string(targets.size()) +
+                             ")"
+                       : "not enough values to unpack (expected " + std::to_string(targets.size()) +
+                             ", got " + std::to_string(items->size()) + ")"),
+        line);
   }
   for (size_t i = 0; i < targets.size(); ++i) frame->set(targets[i], (*items)[i]);
   return ok_status();
@@ -285,14 +305,15 @@ Status Interpreter::assign_targets(const std::vector<std::string>& targets, cons
 
 Status Interpreter::exec_set(const Stmt& stmt, const std::shared_ptr<Frame>& frame, Value value) {
   if (value.depth() > kMaxValueDepth)
-    return at_line(make_error(ErrorCode::kOutOfRange, "value nests deeper than " + std::to_string(kMaxValueDepth) +
-                                                          " levels"),
-                   stmt.line);
+    return at_line(
+        make_error(ErrorCode::kOutOfRange,
+                   "value nests deeper than " + std::to_string(kMaxValueDepth) + " levels"),
+        stmt.line);
   if (stmt.attr.empty()) return assign_targets(stmt.targets, value, frame.get(), stmt.line);
   const Value* target = frame->lookup(stmt.targets[0]);
   if (!target || !target->is_namespace())
-    return at_line(type_error("can only assign attributes of a namespace() object; '" + stmt.targets[0] +
-                              "' is not one"),
+    return at_line(type_error("can only assign attributes of a namespace() object; '" +
+                              stmt.targets[0] + "' is not one"),
                    stmt.line);
   // A namespace that (indirectly) held itself would never be freed; no template needs that.
   std::vector<const Value*> pending{&value};
@@ -311,7 +332,8 @@ Status Interpreter::exec_set(const Stmt& stmt, const std::shared_ptr<Frame>& fra
   return ok_status();
 }
 
-Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string* out) {
+Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
+                                   std::string* out) {
   STRATA_ASSIGN_OR_RETURN(Value iterable, eval(*stmt.expr, frame));
   auto items_or = iterate(iterable);
   if (!items_or.ok()) return at_line(items_or.error(), stmt.line);
@@ -341,7 +363,9 @@ Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame
     STRATA_RETURN_IF_ERROR(assign_targets(stmt.targets, item, loop_frame.get(), stmt.line));
     Dict loop;
     loop.items.reserve(12);
-    const auto put = [&](const char* key, Value v) { loop.items.emplace_back(Value::string(key), std::move(v)); };
+    const auto put = [&](const char* key, Value v) {
+      loop.items.emplace_back(Value::string(key), std::move(v));
+    };
     put("index", Value::integer(i + 1));
     put("index0", Value::integer(i));
     put("revindex", Value::integer(length - i));
@@ -361,13 +385,14 @@ Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame
   return Flow::kNormal;
 }
 
-Result<Value> Interpreter::call_macro(const Stmt& macro, const std::shared_ptr<Frame>& closure, CallArgs args,
-                                      const Value* caller, int line) {
+Result<Value> Interpreter::call_macro(const Stmt& macro, const std::shared_ptr<Frame>& closure,
+                                      CallArgs args, const Value* caller, int line) {
   if (macro_depth_ >= options_.max_recursion_depth)
-    return at_line(make_error(ErrorCode::kOutOfRange,
-                              "recursion depth limit (" + std::to_string(options_.max_recursion_depth) +
-                                  " nested macro calls) exceeded; raise RenderOptions::max_recursion_depth"),
-                   line);
+    return at_line(
+        make_error(ErrorCode::kOutOfRange,
+                   "recursion depth limit (" + std::to_string(options_.max_recursion_depth) +
+                       " nested macro calls) exceeded; raise RenderOptions::max_recursion_depth"),
+        line);
   auto frame = std::make_shared<Frame>();
   frame->parent = closure ? closure : globals_;
   const auto& params = macro.params;
@@ -385,7 +410,9 @@ Result<Value> Interpreter::call_macro(const Stmt& macro, const std::shared_ptr<F
     for (size_t i = 0; i < params.size(); ++i) {
       if (params[i].name != name) continue;
       if (i < args.positional.size())
-        return at_line(type_error("macro '" + macro.text + "' got multiple values for argument '" + name + "'"), line);
+        return at_line(type_error("macro '" + macro.text + "' got multiple values for argument '" +
+                                  name + "'"),
+                       line);
       is_param = true;
     }
     if (is_param) {
@@ -403,7 +430,8 @@ Result<Value> Interpreter::call_macro(const Stmt& macro, const std::shared_ptr<F
       STRATA_ASSIGN_OR_RETURN(Value v, eval(*params[i].default_value, frame));
       frame->set(params[i].name, std::move(v));
     } else {
-      frame->set(params[i].name, Value::undefined("parameter '" + params[i].name + "' was not provided"));
+      frame->set(params[i].name,
+                 Value::undefined("parameter '" + params[i].name + "' was not provided"));
     }
   }
   frame->set("varargs", Value::list(std::move(varargs)));
@@ -426,10 +454,12 @@ Result<Value> Interpreter::call(const Value& callee, CallArgs args, int line) {
     return result;
   }
   if (callee.is_undefined()) return at_line(type_error(callee.undefined_hint()), line);
-  return at_line(type_error("'" + std::string(callee.type_name()) + "' object is not callable"), line);
+  return at_line(type_error("'" + std::string(callee.type_name()) + "' object is not callable"),
+                 line);
 }
 
-Result<Value> Interpreter::apply_filter(std::string_view name, const Value& input, const CallArgs& args, int line) {
+Result<Value> Interpreter::apply_filter(std::string_view name, const Value& input,
+                                        const CallArgs& args, int line) {
   auto result = run_filter(*this, name, input, args);
   if (!result.ok()) return at_line(result.error(), line);
   if (result->is_string()) {
@@ -439,7 +469,8 @@ Result<Value> Interpreter::apply_filter(std::string_view name, const Value& inpu
   return result;
 }
 
-Result<bool> Interpreter::apply_test(std::string_view name, const Value& input, const CallArgs& args, int line) {
+Result<bool> Interpreter::apply_test(std::string_view name, const Value& input,
+                                     const CallArgs& args, int line) {
   auto result = run_test(*this, name, input, args);
   if (!result.ok()) return at_line(result.error(), line);
   return result;
@@ -455,7 +486,8 @@ Result<Value> Interpreter::get_attr(const Value& object, std::string_view name) 
   if (object.is_namespace()) {
     if (const Value* v = object.namespace_dict().find(name)) return *v;
   }
-  std::string type = object.is_none() ? "'None'" : "'" + std::string(object.type_name()) + " object'";
+  std::string type =
+      object.is_none() ? "'None'" : "'" + std::string(object.type_name()) + " object'";
   return Value::undefined(type + " has no attribute '" + std::string(name) + "'");
 }
 
@@ -483,10 +515,12 @@ Result<Value> Interpreter::get_item(const Value& object, const Value& key) {
   }
   // jinja2's getitem falls back to attribute lookup for string keys.
   if (key.is_string()) return get_attr(object, key.as_string());
-  return Value::undefined("'" + std::string(object.type_name()) + " object' has no item " + py_repr(key));
+  return Value::undefined("'" + std::string(object.type_name()) + " object' has no item " +
+                          py_repr(key));
 }
 
-Result<CallArgs> Interpreter::eval_args(const Expr& expr, size_t first_child, const std::shared_ptr<Frame>& frame) {
+Result<CallArgs> Interpreter::eval_args(const Expr& expr, size_t first_child,
+                                        const std::shared_ptr<Frame>& frame) {
   CallArgs args;
   for (size_t i = first_child; i < expr.children.size(); ++i) {
     STRATA_ASSIGN_OR_RETURN(Value v, eval(*expr.children[i], frame));
@@ -501,7 +535,8 @@ Result<CallArgs> Interpreter::eval_args(const Expr& expr, size_t first_child, co
 
 Result<Value> Interpreter::eval(const Expr& expr, const std::shared_ptr<Frame>& frame) {
   if (eval_depth_ >= kMaxEvalDepth)
-    return at_line(make_error(ErrorCode::kOutOfRange, "recursion depth limit exceeded (expressions nest too deeply)"),
+    return at_line(make_error(ErrorCode::kOutOfRange,
+                              "recursion depth limit exceeded (expressions nest too deeply)"),
                    expr.line);
   STRATA_RETURN_IF_ERROR(charge_steps(1));
   ++eval_depth_;
@@ -534,7 +569,8 @@ Result<Value> Interpreter::eval_inner(const Expr& expr, const std::shared_ptr<Fr
         STRATA_ASSIGN_OR_RETURN(Value k, child(i));
         STRATA_ASSIGN_OR_RETURN(Value v, child(i + 1));
         if (k.is_dict() || k.is_namespace() || (k.is_list() && !k.is_tuple()))
-          return at_line(type_error("unhashable type: '" + std::string(k.type_name()) + "'"), expr.line);
+          return at_line(type_error("unhashable type: '" + std::string(k.type_name()) + "'"),
+                         expr.line);
         d.set(std::move(k), std::move(v));
       }
       return Value::dict(std::move(d));
@@ -587,7 +623,8 @@ Result<Value> Interpreter::eval_inner(const Expr& expr, const std::shared_ptr<Fr
       if (expr.name == "not") return Value::boolean(!v.truthy());
       if (v.is_undefined()) return at_line(type_error(v.undefined_hint()), expr.line);
       if (!v.is_number())
-        return at_line(type_error("bad operand type for unary " + expr.name + ": '" + std::string(v.type_name()) + "'"),
+        return at_line(type_error("bad operand type for unary " + expr.name + ": '" +
+                                  std::string(v.type_name()) + "'"),
                        expr.line);
       if (expr.name == "+") return v.is_float() ? v : Value::integer(v.as_int());
       if (v.is_float()) return Value::floating(-v.as_double());
@@ -633,7 +670,8 @@ Result<bool> Interpreter::eval_compare(const std::string& op, const Value& a, co
     bool found = false;
     if (b.is_string()) {
       if (!a.is_string())
-        return type_error("'in <string>' requires string as left operand, not " + std::string(a.type_name()));
+        return type_error("'in <string>' requires string as left operand, not " +
+                          std::string(a.type_name()));
       found = b.as_string().find(a.as_string()) != std::string::npos;
     } else if (b.is_list()) {
       for (const auto& item : b.as_list()) found = found || py_equal(item, a);
@@ -650,8 +688,8 @@ Result<bool> Interpreter::eval_compare(const std::string& op, const Value& a, co
   if (b.is_undefined()) return type_error(b.undefined_hint());
   auto c = py_compare(a, b);
   if (!c.ok())
-    return type_error("'" + op + "' not supported between instances of '" + std::string(a.type_name()) + "' and '" +
-                      std::string(b.type_name()) + "'");
+    return type_error("'" + op + "' not supported between instances of '" +
+                      std::string(a.type_name()) + "' and '" + std::string(b.type_name()) + "'");
   if (op == "<") return *c < 0;
   if (op == "<=") return *c <= 0;
   if (op == ">") return *c > 0;
@@ -679,12 +717,14 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
     if (numbers) return Value::floating(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) {
       STRATA_RETURN_IF_ERROR(check_size(a.as_string().size() + b.as_string().size()));
-      STRATA_RETURN_IF_ERROR(charge_steps(static_cast<int64_t>((a.as_string().size() + b.as_string().size()) / 64)));
+      STRATA_RETURN_IF_ERROR(
+          charge_steps(static_cast<int64_t>((a.as_string().size() + b.as_string().size()) / 64)));
       return Value::string(a.as_string() + b.as_string());
     }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
       STRATA_RETURN_IF_ERROR(check_size(a.as_list().size() + b.as_list().size()));
-      STRATA_RETURN_IF_ERROR(charge_steps(static_cast<int64_t>(a.as_list().size() + b.as_list().size())));
+      STRATA_RETURN_IF_ERROR(
+          charge_steps(static_cast<int64_t>(a.as_list().size() + b.as_list().size())));
       ValueList items = a.as_list();
       items.insert(items.end(), b.as_list().begin(), b.as_list().end());
       return Value::list(std::move(items), a.is_tuple());
@@ -718,14 +758,16 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
       if (unit > 0 && static_cast<uint64_t>(n) > options_.max_output_bytes / unit + 1)
         return check_size(options_.max_output_bytes + 1).error();
       STRATA_RETURN_IF_ERROR(check_size(unit * static_cast<size_t>(n)));
-      STRATA_RETURN_IF_ERROR(charge_steps(static_cast<int64_t>(unit) * n / (seq.is_string() ? 64 : 1)));
+      STRATA_RETURN_IF_ERROR(
+          charge_steps(static_cast<int64_t>(unit) * n / (seq.is_string() ? 64 : 1)));
       if (seq.is_string()) {
         std::string out;
         for (int64_t i = 0; i < n; ++i) out += seq.as_string();
         return Value::string(std::move(out));
       }
       ValueList items;
-      for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq.as_list().begin(), seq.as_list().end());
+      for (int64_t i = 0; i < n; ++i)
+        items.insert(items.end(), seq.as_list().begin(), seq.as_list().end());
       return Value::list(std::move(items), seq.is_tuple());
     }
     return unsupported_operands(op, a, b);
@@ -743,7 +785,8 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
     }
     if (!numbers) return unsupported_operands(op, a, b);
     if (b.as_double() == 0.0)
-      return type_error(op == "%" ? "integer division or modulo by zero" : "integer division or modulo by zero");
+      return type_error(op == "%" ? "integer division or modulo by zero"
+                                  : "integer division or modulo by zero");
     if (ints) {
       int64_t x = a.as_int(), y = b.as_int();
       if (x == INT64_MIN && y == -1) return overflow();
@@ -772,14 +815,15 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
       }
       return Value::integer(r);
     }
-    if (a.as_double() == 0.0 && b.as_double() < 0) return type_error("0.0 cannot be raised to a negative power");
+    if (a.as_double() == 0.0 && b.as_double() < 0)
+      return type_error("0.0 cannot be raised to a negative power");
     return Value::floating(std::pow(a.as_double(), b.as_double()));
   }
   return type_error("unknown operator '" + op + "'");
 }
 
-Result<Value> Interpreter::eval_slice(const Value& object, const Value& start_v, const Value& stop_v,
-                                      const Value& step_v) {
+Result<Value> Interpreter::eval_slice(const Value& object, const Value& start_v,
+                                      const Value& stop_v, const Value& step_v) {
   if (object.is_undefined()) return type_error(object.undefined_hint());
   if (!object.is_list() && !object.is_string())
     return Value::undefined("'" + std::string(object.type_name()) + " object' cannot be sliced");

@@ -35,8 +35,10 @@ class Interpreter {
   // Shared with the builtin filters, tests, methods and callables.
   const RenderOptions& options() const { return options_; }
   Result<Value> call(const Value& callee, CallArgs args, int line);
-  Result<Value> apply_filter(std::string_view name, const Value& input, const CallArgs& args, int line);
-  Result<bool> apply_test(std::string_view name, const Value& input, const CallArgs& args, int line);
+  Result<Value> apply_filter(std::string_view name, const Value& input, const CallArgs& args,
+                             int line);
+  Result<bool> apply_test(std::string_view name, const Value& input, const CallArgs& args,
+                          int line);
   Result<Value> get_attr(const Value& object, std::string_view name);
   Result<Value> get_item(const Value& object, const Value& key);
   // Fails when a string or list of `size` bytes/items would pass the output limit.
@@ -52,21 +54,25 @@ class Interpreter {
                            const Value* caller, int line);
 
  private:
-  Result<Flow> exec_body(const StmtList& body, const std::shared_ptr<Frame>& frame, std::string* out);
+  Result<Flow> exec_body(const StmtList& body, const std::shared_ptr<Frame>& frame,
+                         std::string* out);
   Result<Flow> exec(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string* out);
   Result<Flow> exec_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string* out);
   Status exec_set(const Stmt& stmt, const std::shared_ptr<Frame>& frame, Value value);
-  Status assign_targets(const std::vector<std::string>& targets, const Value& value, Frame* frame, int line);
+  Status assign_targets(const std::vector<std::string>& targets, const Value& value, Frame* frame,
+                        int line);
   Result<Value> apply_filter_chain(const std::vector<ExprPtr>& filters, Value input,
                                    const std::shared_ptr<Frame>& frame);
   Status append_output(std::string* out, std::string_view text) const;
 
   Result<Value> eval(const Expr& expr, const std::shared_ptr<Frame>& frame);
   Result<Value> eval_inner(const Expr& expr, const std::shared_ptr<Frame>& frame);
-  Result<CallArgs> eval_args(const Expr& expr, size_t first_child, const std::shared_ptr<Frame>& frame);
+  Result<CallArgs> eval_args(const Expr& expr, size_t first_child,
+                             const std::shared_ptr<Frame>& frame);
   Result<Value> eval_binary(const std::string& op, const Value& a, const Value& b);
   Result<bool> eval_compare(const std::string& op, const Value& a, const Value& b);
-  Result<Value> eval_slice(const Value& object, const Value& start, const Value& stop, const Value& step);
+  Result<Value> eval_slice(const Value& object, const Value& start, const Value& stop,
+                           const Value& step);
   // Prefixes "line N: " unless the message already has a location or came from raise_exception.
   Error at_line(const Error& error, int line) const;
 

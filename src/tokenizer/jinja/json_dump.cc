@@ -17,14 +17,29 @@ void append_json_string(std::string_view text, bool ensure_ascii, std::string* o
   for (size_t i = 0; i < text.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     switch (c) {
-      case '"': *out += "\\\""; continue;
-      case '\\': *out += "\\\\"; continue;
-      case '\b': *out += "\\b"; continue;
-      case '\f': *out += "\\f"; continue;
-      case '\n': *out += "\\n"; continue;
-      case '\r': *out += "\\r"; continue;
-      case '\t': *out += "\\t"; continue;
-      default: break;
+      case '"':
+        *out += "\\\"";
+        continue;
+      case '\\':
+        *out += "\\\\";
+        continue;
+      case '\b':
+        *out += "\\b";
+        continue;
+      case '\f':
+        *out += "\\f";
+        continue;
+      case '\n':
+        *out += "\\n";
+        continue;
+      case '\r':
+        *out += "\\r";
+        continue;
+      case '\t':
+        *out += "\\t";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20) {
       std::snprintf(buf, sizeof(buf), "\\u%04x", c);
@@ -33,10 +48,12 @@ void append_json_string(std::string_view text, bool ensure_ascii, std::string* o
       size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
       if (i + len > text.size()) len = 1;
       uint32_t cp = len == 1 ? c : (c & (0x7F >> len));
-      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+      for (size_t k = 1; k < len; ++k)
+        cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
       if (cp >= 0x10000) {
         cp -= 0x10000;
-        std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+        std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xD800 + (cp >> 10),
+                      0xDC00 + (cp & 0x3FF));
       } else {
         std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
       }
@@ -55,8 +72,9 @@ class JsonWriter {
 
   Status write(const Value& v, int level, std::string* out) {
     if (out->size() > options_.max_bytes)
-      return make_error(ErrorCode::kOutOfRange, "tojson: output size limit (" +
-                                                    std::to_string(options_.max_bytes) + " bytes) exceeded");
+      return make_error(
+          ErrorCode::kOutOfRange,
+          "tojson: output size limit (" + std::to_string(options_.max_bytes) + " bytes) exceeded");
     switch (v.kind()) {
       case Value::Kind::kNone:
         *out += "null";
@@ -103,7 +121,9 @@ class JsonWriter {
             if (!c.ok()) failed = true;
             return c.ok() && *c < 0;
           });
-          if (failed) return make_error(ErrorCode::kInvalidArgument, "tojson: dict keys of mixed types cannot be sorted");
+          if (failed)
+            return make_error(ErrorCode::kInvalidArgument,
+                              "tojson: dict keys of mixed types cannot be sorted");
         }
         *out += '{';
         for (size_t i = 0; i < entries.size(); ++i) {
@@ -118,8 +138,9 @@ class JsonWriter {
         return ok_status();
       }
       default:
-        return make_error(ErrorCode::kInvalidArgument,
-                          "Object of type " + std::string(v.type_name()) + " is not JSON serializable");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            "Object of type " + std::string(v.type_name()) + " is not JSON serializable");
     }
   }
 
@@ -154,8 +175,9 @@ class JsonWriter {
         *out += '"';
         return ok_status();
       default:
-        return make_error(ErrorCode::kInvalidArgument,
-                          "keys must be str, int, float, bool or None, not " + std::string(key.type_name()));
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            "keys must be str, int, float, bool or None, not " + std::string(key.type_name()));
     }
   }
 

@@ -14,7 +14,7 @@ struct JsonDumpOptions {
   std::string item_separator = ", ";  // json.dumps default; "," when indent is set
   std::string key_separator = ": ";
   bool sort_keys = false;
-  bool ensure_ascii = false;  // transformers passes False: non-ASCII stays UTF-8
+  bool ensure_ascii = false;     // transformers passes False: non-ASCII stays UTF-8
   size_t max_bytes = 64u << 20;  // fail instead of building a larger string
 };
 

@@ -51,17 +51,38 @@ Result<std::string> decode_string_literal(std::string_view body, int line) {
     }
     char c = body[++i];
     switch (c) {
-      case '\n': break;  // line continuation
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
+      case '\n':
+        break;  // line continuation
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
       case 'x':
       case 'u':
       case 'U': {
@@ -69,7 +90,9 @@ Result<std::string> decode_string_literal(std::string_view body, int line) {
         char32_t cp = 0;
         for (size_t k = 0; k < digits; ++k) {
           int h = i + 1 + k < body.size() ? hex_value(body[i + 1 + k]) : -1;
-          if (h < 0) return syntax_error(line, std::string("truncated \\") + c + " escape in string literal");
+          if (h < 0)
+            return syntax_error(line,
+                                std::string("truncated \\") + c + " escape in string literal");
           cp = cp * 16 + static_cast<char32_t>(h);
         }
         if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
@@ -83,7 +106,8 @@ Result<std::string> decode_string_literal(std::string_view body, int line) {
       default:
         if (c >= '0' && c <= '7') {
           char32_t cp = static_cast<char32_t>(c - '0');
-          for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7'; ++k)
+          for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7';
+               ++k)
             cp = cp * 8 + static_cast<char32_t>(body[++i] - '0');
           append_utf8(cp, &out);
         } else {
@@ -133,14 +157,16 @@ class Lexer {
  private:
   size_t find_tag_start(size_t from) const {
     for (size_t p = src_.find('{', from); p != std::string::npos; p = src_.find('{', p + 1)) {
-      if (p + 1 < src_.size() && (src_[p + 1] == '{' || src_[p + 1] == '%' || src_[p + 1] == '#')) return p;
+      if (p + 1 < src_.size() && (src_[p + 1] == '{' || src_[p + 1] == '%' || src_[p + 1] == '#'))
+        return p;
     }
     return std::string::npos;
   }
 
   // "-" strips all whitespace before the tag; otherwise lstrip_blocks removes the spaces/tabs
   // between the start of the line and a block or comment tag.
-  static void strip_text_before_tag(std::string* text, char sign, bool block_or_comment, bool line_starting) {
+  static void strip_text_before_tag(std::string* text, char sign, bool block_or_comment,
+                                    bool line_starting) {
     if (sign == '-') {
       *text = py_strip(*text, std::nullopt, false, true);
       return;
@@ -224,7 +250,8 @@ class Lexer {
 
   Status lex_tag(bool variable, size_t body) {
     int tag_line = line_;
-    tokens_.push_back(Token{variable ? TokenType::kVariableBegin : TokenType::kBlockBegin, "", line_, 0, 0.0});
+    tokens_.push_back(
+        Token{variable ? TokenType::kVariableBegin : TokenType::kBlockBegin, "", line_, 0, 0.0});
     advance_to(body);
     std::vector<char> brackets;
     while (true) {
@@ -236,7 +263,8 @@ class Lexer {
         const char* end = variable ? "}}" : "%}";
         char sign = (src_[p] == '-' || (src_[p] == '+' && !variable)) ? src_[p] : '\0';
         if (src_.compare(p + (sign ? 1 : 0), 2, end) == 0) {
-          tokens_.push_back(Token{variable ? TokenType::kVariableEnd : TokenType::kBlockEnd, "", line_, 0, 0.0});
+          tokens_.push_back(
+              Token{variable ? TokenType::kVariableEnd : TokenType::kBlockEnd, "", line_, 0, 0.0});
           advance_to(after_block_end(p + (sign ? 3 : 2), sign, !variable));
           return ok_status();
         }
@@ -262,7 +290,9 @@ class Lexer {
         while (q < src_.size() && src_[q] != c) q += src_[q] == '\\' ? 2 : 1;
         if (q >= src_.size()) return syntax_error(line_, "unterminated string literal");
         int line = line_;
-        STRATA_ASSIGN_OR_RETURN(std::string text, decode_string_literal(std::string_view(src_).substr(p + 1, q - p - 1), line));
+        STRATA_ASSIGN_OR_RETURN(
+            std::string text,
+            decode_string_literal(std::string_view(src_).substr(p + 1, q - p - 1), line));
         tokens_.push_back(Token{TokenType::kString, std::move(text), line, 0, 0.0});
         advance_to(q + 1);
         continue;
@@ -271,7 +301,8 @@ class Lexer {
       std::string op;
       for (auto two : kTwoCharOps)
         if (src_.compare(p, 2, two) == 0) op = two;
-      if (op.empty() && std::string_view("+-*/%~<>=.,:|()[]{};").find(c) != std::string_view::npos) op = c;
+      if (op.empty() && std::string_view("+-*/%~<>=.,:|()[]{};").find(c) != std::string_view::npos)
+        op = c;
       if (op.empty()) return syntax_error(line_, std::string("unexpected character '") + c + "'");
       if (op == "(" || op == "[" || op == "{") {
         if (brackets.size() >= 1024) return syntax_error(line_, "brackets nest too deeply");
@@ -289,7 +320,9 @@ class Lexer {
   // Integers `\d+(_\d+)*`, floats with a fraction and/or exponent (jinja2's float_re).
   Status lex_number(size_t p) {
     const auto digits = [&](size_t q) {
-      while (q < src_.size() && (is_digit(src_[q]) || (src_[q] == '_' && q + 1 < src_.size() && is_digit(src_[q + 1])))) ++q;
+      while (q < src_.size() && (is_digit(src_[q]) ||
+                                 (src_[q] == '_' && q + 1 < src_.size() && is_digit(src_[q + 1]))))
+        ++q;
       return q;
     };
     size_t q = digits(p);

@@ -9,7 +9,9 @@
 namespace strata::jinja {
 namespace {
 
-Error type_error(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error type_error(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 class BoundMethod : public Callable {
  public:
@@ -31,7 +33,9 @@ using GlobalFn = Result<Value> (*)(Interpreter&, const CallArgs&);
 class GlobalFunction : public Callable {
  public:
   GlobalFunction(std::string name, GlobalFn fn) : name_(std::move(name)), fn_(fn) {}
-  Result<Value> call(Interpreter& interp, CallArgs args, int) const override { return fn_(interp, args); }
+  Result<Value> call(Interpreter& interp, CallArgs args, int) const override {
+    return fn_(interp, args);
+  }
   std::string describe() const override { return "<function " + name_ + ">"; }
 
  private:
@@ -40,14 +44,16 @@ class GlobalFunction : public Callable {
 };
 
 constexpr std::string_view kStringMethods[] = {
-    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "upper",
-    "lower", "title", "capitalize", "replace", "format", "join", "find", "rfind", "count", "index",
-    "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "removeprefix", "removesuffix"};
+    "strip",    "lstrip",  "rstrip",  "split",   "rsplit",       "splitlines",  "startswith",
+    "endswith", "upper",   "lower",   "title",   "capitalize",   "replace",     "format",
+    "join",     "find",    "rfind",   "count",   "index",        "isdigit",     "isalpha",
+    "isalnum",  "isspace", "isupper", "islower", "removeprefix", "removesuffix"};
 constexpr std::string_view kDictMethods[] = {"get", "items", "keys", "values", "copy"};
 constexpr std::string_view kListMethods[] = {"index", "count", "copy"};
 // Methods that mutate: jinja2's ImmutableSandboxedEnvironment refuses them.
 constexpr std::string_view kDictMutators[] = {"update", "pop", "popitem", "setdefault", "clear"};
-constexpr std::string_view kListMutators[] = {"append", "pop", "insert", "extend", "remove", "sort", "reverse", "clear"};
+constexpr std::string_view kListMutators[] = {"append", "pop",  "insert",  "extend",
+                                              "remove", "sort", "reverse", "clear"};
 
 template <size_t N>
 bool contains(const std::string_view (&names)[N], std::string_view name) {
@@ -57,13 +63,16 @@ bool contains(const std::string_view (&names)[N], std::string_view name) {
 }
 
 Value unsafe(const Value& self, std::string_view name) {
-  return Value::undefined("access to attribute '" + std::string(name) + "' of '" + std::string(self.type_name()) +
-                          "' object is unsafe.");
+  return Value::undefined("access to attribute '" + std::string(name) + "' of '" +
+                          std::string(self.type_name()) + "' object is unsafe.");
 }
 
-Result<std::optional<std::string>> optional_string(const std::optional<Value>& v, std::string_view what) {
+Result<std::optional<std::string>> optional_string(const std::optional<Value>& v,
+                                                   std::string_view what) {
   if (!v || v->is_none()) return std::optional<std::string>();
-  if (!v->is_string()) return type_error(std::string(what) + " must be str or None, not " + std::string(v->type_name()));
+  if (!v->is_string())
+    return type_error(std::string(what) + " must be str or None, not " +
+                      std::string(v->type_name()));
   return std::optional<std::string>(v->as_string());
 }
 
@@ -78,9 +87,11 @@ Value string_list(std::vector<std::string> parts) {
 Result<bool> affix_match(const std::string& s, const Value& affix, bool prefix) {
   ValueList options = affix.is_list() ? affix.as_list() : ValueList{affix};
   for (const auto& o : options) {
-    if (!o.is_string()) return type_error("startswith/endswith first arg must be str or a tuple of str");
+    if (!o.is_string())
+      return type_error("startswith/endswith first arg must be str or a tuple of str");
     const std::string& a = o.as_string();
-    if (a.size() <= s.size() && (prefix ? s.compare(0, a.size(), a) == 0 : s.compare(s.size() - a.size(), a.size(), a) == 0))
+    if (a.size() <= s.size() && (prefix ? s.compare(0, a.size(), a) == 0
+                                        : s.compare(s.size() - a.size(), a.size(), a) == 0))
       return true;
   }
   return false;
@@ -100,7 +111,7 @@ Result<std::string> str_format(const std::string& format, const CallArgs& args) 
   size_t auto_index = 0;
   for (size_t i = 0; i < format.size(); ++i) {
     char c = format[i];
-    if (c == '}' ) {
+    if (c == '}') {
       if (i + 1 < format.size() && format[i + 1] == '}') ++i;
       out += '}';
       continue;
@@ -117,11 +128,13 @@ Result<std::string> str_format(const std::string& format, const CallArgs& args) 
     size_t close = format.find('}', i);
     if (close == std::string::npos) return type_error("Single '{' encountered in format string");
     std::string field = format.substr(i + 1, close - i - 1);
-    if (field.find_first_of(":!") != std::string::npos) return type_error("unsupported format spec in str.format: {" + field + "}");
+    if (field.find_first_of(":!") != std::string::npos)
+      return type_error("unsupported format spec in str.format: {" + field + "}");
     const Value* v = nullptr;
     if (field.empty() || std::isdigit(static_cast<unsigned char>(field[0]))) {
       size_t index = field.empty() ? auto_index++ : static_cast<size_t>(std::atoi(field.c_str()));
-      if (index >= args.positional.size()) return type_error("Replacement index " + std::to_string(index) + " out of range");
+      if (index >= args.positional.size())
+        return type_error("Replacement index " + std::to_string(index) + " out of range");
       v = &args.positional[index];
     } else {
       v = args.kwarg(field);
@@ -133,7 +146,8 @@ Result<std::string> str_format(const std::string& format, const CallArgs& args) 
   return out;
 }
 
-Result<Value> string_method(Interpreter& interp, const std::string& s, std::string_view name, const CallArgs& args) {
+Result<Value> string_method(Interpreter& interp, const std::string& s, std::string_view name,
+                            const CallArgs& args) {
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"chars"}));
     STRATA_ASSIGN_OR_RETURN(auto chars, optional_string(a[0], name));
@@ -148,7 +162,8 @@ Result<Value> string_method(Interpreter& interp, const std::string& s, std::stri
     STRATA_ASSIGN_OR_RETURN(int64_t maxsplit, arg_int(a[1], -1, "maxsplit"));
     std::optional<std::string_view> view;
     if (sep) view = *sep;
-    auto parts = name == "split" ? py_split(s, view, static_cast<long>(maxsplit)) : py_rsplit(s, view, static_cast<long>(maxsplit));
+    auto parts = name == "split" ? py_split(s, view, static_cast<long>(maxsplit))
+                                 : py_rsplit(s, view, static_cast<long>(maxsplit));
     STRATA_RETURN_IF_ERROR(interp.charge_steps(static_cast<int64_t>(parts.size())));
     return string_list(std::move(parts));
   }
@@ -164,12 +179,16 @@ Result<Value> string_method(Interpreter& interp, const std::string& s, std::stri
   if (name == "capitalize") return Value::string(py_capitalize(s));
   if (name == "replace") {
     STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"old", "new", "count"}, 2));
-    if (!a[0]->is_string() || !a[1]->is_string()) return type_error("replace() arguments must be str");
+    if (!a[0]->is_string() || !a[1]->is_string())
+      return type_error("replace() arguments must be str");
     STRATA_ASSIGN_OR_RETURN(int64_t count, arg_int(a[2], -1, "count"));
-    size_t growth = a[0]->as_string().empty() ? s.size() + 1 : s.size() / a[0]->as_string().size() + 1;
+    size_t growth =
+        a[0]->as_string().empty() ? s.size() + 1 : s.size() / a[0]->as_string().size() + 1;
     if (a[1]->as_string().size() > a[0]->as_string().size())
-      STRATA_RETURN_IF_ERROR(interp.check_size(s.size() + growth * (a[1]->as_string().size() - a[0]->as_string().size())));
-    return Value::string(py_replace(s, a[0]->as_string(), a[1]->as_string(), static_cast<long>(count)));
+      STRATA_RETURN_IF_ERROR(interp.check_size(
+          s.size() + growth * (a[1]->as_string().size() - a[0]->as_string().size())));
+    return Value::string(
+        py_replace(s, a[0]->as_string(), a[1]->as_string(), static_cast<long>(count)));
   }
   if (name == "format") {
     STRATA_ASSIGN_OR_RETURN(std::string out, str_format(s, args));
@@ -207,10 +226,16 @@ Result<Value> string_method(Interpreter& interp, const std::string& s, std::stri
     }
     return Value::integer(static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, p))));
   }
-  if (name == "isdigit") return Value::boolean(all_chars(s, [](char c) { return c >= '0' && c <= '9'; }));
-  if (name == "isalpha") return Value::boolean(all_chars(s, [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }));
-  if (name == "isalnum") return Value::boolean(all_chars(s, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }));
-  if (name == "isspace") return Value::boolean(!s.empty() && py_strip(s, std::nullopt, true, true).empty());
+  if (name == "isdigit")
+    return Value::boolean(all_chars(s, [](char c) { return c >= '0' && c <= '9'; }));
+  if (name == "isalpha")
+    return Value::boolean(
+        all_chars(s, [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }));
+  if (name == "isalnum")
+    return Value::boolean(
+        all_chars(s, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }));
+  if (name == "isspace")
+    return Value::boolean(!s.empty() && py_strip(s, std::nullopt, true, true).empty());
   if (name == "isupper" || name == "islower") {
     bool cased = false, ok = true;
     for (char c : s) {
@@ -226,7 +251,8 @@ Result<Value> string_method(Interpreter& interp, const std::string& s, std::stri
     const std::string& x = a[0]->as_string();
     STRATA_ASSIGN_OR_RETURN(bool match, affix_match(s, *a[0], name == "removeprefix"));
     if (!match) return Value::string(s);
-    return Value::string(name == "removeprefix" ? s.substr(x.size()) : s.substr(0, s.size() - x.size()));
+    return Value::string(name == "removeprefix" ? s.substr(x.size())
+                                                : s.substr(0, s.size() - x.size()));
   }
   return type_error("unsupported str method '" + std::string(name) + "'");
 }
@@ -268,11 +294,13 @@ Result<Value> list_method(const Value& self, std::string_view name, const CallAr
 Result<Value> global_range(Interpreter& interp, const CallArgs& args) {
   if (!args.keyword.empty()) return type_error("range() takes no keyword arguments");
   if (args.positional.empty() || args.positional.size() > 3)
-    return type_error("range expected 1 to 3 arguments, got " + std::to_string(args.positional.size()));
+    return type_error("range expected 1 to 3 arguments, got " +
+                      std::to_string(args.positional.size()));
   int64_t v[3] = {0, 0, 1};
   for (size_t i = 0; i < args.positional.size(); ++i) {
     if (!args.positional[i].is_integral())
-      return type_error("'" + std::string(args.positional[i].type_name()) + "' object cannot be interpreted as an integer");
+      return type_error("'" + std::string(args.positional[i].type_name()) +
+                        "' object cannot be interpreted as an integer");
   }
   if (args.positional.size() == 1) {
     v[1] = args.positional[0].as_int();
@@ -287,8 +315,10 @@ Result<Value> global_range(Interpreter& interp, const CallArgs& args) {
   long double count = span / static_cast<long double>(v[2]);
   int64_t n = count <= 0 ? 0 : static_cast<int64_t>(std::ceil(count));
   if (n > interp.options().max_loop_iterations)
-    return make_error(ErrorCode::kOutOfRange, "range() of " + std::to_string(n) + " items passes the loop iteration limit (" +
-                                                  std::to_string(interp.options().max_loop_iterations) + ")");
+    return make_error(ErrorCode::kOutOfRange,
+                      "range() of " + std::to_string(n) +
+                          " items passes the loop iteration limit (" +
+                          std::to_string(interp.options().max_loop_iterations) + ")");
   STRATA_RETURN_IF_ERROR(interp.charge_steps(n));
   ValueList items;
   items.reserve(static_cast<size_t>(n));
@@ -298,7 +328,8 @@ Result<Value> global_range(Interpreter& interp, const CallArgs& args) {
 
 Result<Dict> dict_from_args(const CallArgs& args, std::string_view what) {
   Dict d;
-  if (args.positional.size() > 1) return type_error(std::string(what) + " expected at most 1 positional argument");
+  if (args.positional.size() > 1)
+    return type_error(std::string(what) + " expected at most 1 positional argument");
   if (args.positional.size() == 1) {
     const Value& src = args.positional[0];
     if (src.is_dict()) {
@@ -338,7 +369,8 @@ Result<Value> global_raise_exception(Interpreter& interp, const CallArgs& args) 
 // the C library's strftime, so glibc's strftime gives the same text.
 Result<Value> global_strftime_now(Interpreter& interp, const CallArgs& args) {
   STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, "strftime_now", {"format"}, 1));
-  if (!a[0]->is_string()) return type_error("strftime() argument 1 must be str, not " + std::string(a[0]->type_name()));
+  if (!a[0]->is_string())
+    return type_error("strftime() argument 1 must be str, not " + std::string(a[0]->type_name()));
   const std::string& format = a[0]->as_string();
   if (format.find('\0') != std::string::npos) return type_error("embedded null character");
   std::tm tm{};
@@ -352,7 +384,8 @@ Result<Value> global_strftime_now(Interpreter& interp, const CallArgs& args) {
     localtime_r(&t, &tm);
   }
   if (format.empty()) return Value::string("");
-  for (size_t size = 256 + format.size() * 16; size <= interp.options().max_output_bytes + 256; size *= 4) {
+  for (size_t size = 256 + format.size() * 16; size <= interp.options().max_output_bytes + 256;
+       size *= 4) {
     std::string buf(size, '\0');
     size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
     if (n > 0) {
@@ -365,12 +398,12 @@ Result<Value> global_strftime_now(Interpreter& interp, const CallArgs& args) {
 
 }  // namespace
 
-Result<BoundArgs> bind_args(const CallArgs& args, std::string_view what, std::initializer_list<std::string_view> names,
-                            size_t required) {
+Result<BoundArgs> bind_args(const CallArgs& args, std::string_view what,
+                            std::initializer_list<std::string_view> names, size_t required) {
   BoundArgs bound(names.size());
   if (args.positional.size() > names.size())
-    return type_error(std::string(what) + "() takes at most " + std::to_string(names.size()) + " arguments (" +
-                      std::to_string(args.positional.size()) + " given)");
+    return type_error(std::string(what) + "() takes at most " + std::to_string(names.size()) +
+                      " arguments (" + std::to_string(args.positional.size()) + " given)");
   for (size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
   for (const auto& [k, v] : args.keyword) {
     size_t i = 0;
@@ -378,24 +411,32 @@ Result<BoundArgs> bind_args(const CallArgs& args, std::string_view what, std::in
       if (n == k) break;
       ++i;
     }
-    if (i == names.size()) return type_error(std::string(what) + "() got an unexpected keyword argument '" + k + "'");
-    if (bound[i]) return type_error(std::string(what) + "() got multiple values for argument '" + k + "'");
+    if (i == names.size())
+      return type_error(std::string(what) + "() got an unexpected keyword argument '" + k + "'");
+    if (bound[i])
+      return type_error(std::string(what) + "() got multiple values for argument '" + k + "'");
     bound[i] = v;
   }
   for (size_t i = 0; i < required; ++i)
-    if (!bound[i]) return type_error(std::string(what) + "() missing required argument '" + std::string(names.begin()[i]) + "'");
+    if (!bound[i])
+      return type_error(std::string(what) + "() missing required argument '" +
+                        std::string(names.begin()[i]) + "'");
   return bound;
 }
 
 Result<int64_t> arg_int(const std::optional<Value>& v, int64_t fallback, std::string_view what) {
   if (!v || v->is_none()) return fallback;
-  if (!v->is_integral()) return type_error(std::string(what) + " must be an integer, not " + std::string(v->type_name()));
+  if (!v->is_integral())
+    return type_error(std::string(what) + " must be an integer, not " +
+                      std::string(v->type_name()));
   return v->as_int();
 }
 
-Result<std::string> arg_string(const std::optional<Value>& v, std::string fallback, std::string_view what) {
+Result<std::string> arg_string(const std::optional<Value>& v, std::string fallback,
+                               std::string_view what) {
   if (!v) return fallback;
-  if (!v->is_string()) return type_error(std::string(what) + " must be a string, not " + std::string(v->type_name()));
+  if (!v->is_string())
+    return type_error(std::string(what) + " must be a string, not " + std::string(v->type_name()));
   return v->as_string();
 }
 
@@ -403,7 +444,9 @@ bool arg_bool(const std::optional<Value>& v, bool fallback) { return v ? v->trut
 
 std::optional<Value> lookup_method(const Value& self, std::string_view name) {
   if (!name.empty() && name[0] == '_') return unsafe(self, name);
-  const auto bound = [&] { return Value::callable(std::make_shared<BoundMethod>(self, std::string(name))); };
+  const auto bound = [&] {
+    return Value::callable(std::make_shared<BoundMethod>(self, std::string(name)));
+  };
   if (self.is_string() && contains(kStringMethods, name)) return bound();
   if (self.is_dict()) {
     if (contains(kDictMethods, name)) return bound();
@@ -416,11 +459,13 @@ std::optional<Value> lookup_method(const Value& self, std::string_view name) {
   return std::nullopt;
 }
 
-Result<Value> run_method(Interpreter& interp, const Value& self, std::string_view name, const CallArgs& args) {
+Result<Value> run_method(Interpreter& interp, const Value& self, std::string_view name,
+                         const CallArgs& args) {
   if (self.is_string()) return string_method(interp, self.as_string(), name, args);
   if (self.is_dict()) return dict_method(self, name, args);
   if (self.is_list()) return list_method(self, name, args);
-  return type_error("'" + std::string(self.type_name()) + "' object has no attribute '" + std::string(name) + "'");
+  return type_error("'" + std::string(self.type_name()) + "' object has no attribute '" +
+                    std::string(name) + "'");
 }
 
 Result<std::string> percent_format(const std::string& format, const Value& args) {
@@ -457,14 +502,16 @@ Result<std::string> percent_format(const std::string& format, const Value& args)
       return type_error(std::string("unsupported format character '") + c + "' in '%' formatting");
     }
   }
-  if (next < values.size()) return type_error("not all arguments converted during string formatting");
+  if (next < values.size())
+    return type_error("not all arguments converted during string formatting");
   return out;
 }
 
 Dict make_globals() {
   Dict d;
   const auto add = [&](const char* name, GlobalFn fn) {
-    d.items.emplace_back(Value::string(name), Value::callable(std::make_shared<GlobalFunction>(name, fn)));
+    d.items.emplace_back(Value::string(name),
+                         Value::callable(std::make_shared<GlobalFunction>(name, fn)));
   };
   add("range", global_range);
   add("namespace", global_namespace);

@@ -25,8 +25,12 @@ class Parser {
   void next() {
     if (pos_ + 1 < tokens_.size()) ++pos_;
   }
-  bool is_op(std::string_view op) const { return cur().type == TokenType::kOperator && cur().text == op; }
-  bool is_name(std::string_view name) const { return cur().type == TokenType::kName && cur().text == name; }
+  bool is_op(std::string_view op) const {
+    return cur().type == TokenType::kOperator && cur().text == op;
+  }
+  bool is_name(std::string_view name) const {
+    return cur().type == TokenType::kName && cur().text == name;
+  }
   bool accept_op(std::string_view op) {
     if (!is_op(op)) return false;
     next();
@@ -34,16 +38,25 @@ class Parser {
   }
   static std::string describe(const Token& t) {
     switch (t.type) {
-      case TokenType::kData: return "template data";
-      case TokenType::kVariableBegin: return "'{{'";
-      case TokenType::kVariableEnd: return "'}}'";
-      case TokenType::kBlockBegin: return "'{%'";
-      case TokenType::kBlockEnd: return "'%}'";
-      case TokenType::kEof: return "end of template";
-      case TokenType::kString: return "string literal";
+      case TokenType::kData:
+        return "template data";
+      case TokenType::kVariableBegin:
+        return "'{{'";
+      case TokenType::kVariableEnd:
+        return "'}}'";
+      case TokenType::kBlockBegin:
+        return "'{%'";
+      case TokenType::kBlockEnd:
+        return "'%}'";
+      case TokenType::kEof:
+        return "end of template";
+      case TokenType::kString:
+        return "string literal";
       case TokenType::kInteger:
-      case TokenType::kFloat: return "number " + t.text;
-      default: return "'" + t.text + "'";
+      case TokenType::kFloat:
+        return "number " + t.text;
+      default:
+        return "'" + t.text + "'";
     }
   }
   Error error_at(const Token& t, const std::string& what) const {
@@ -61,7 +74,8 @@ class Parser {
     return error_at(cur(), "expected end of statement '%}', got " + describe(cur()));
   }
   Result<std::string> expect_name() {
-    if (cur().type != TokenType::kName) return error_at(cur(), "expected a name, got " + describe(cur()));
+    if (cur().type != TokenType::kName)
+      return error_at(cur(), "expected a name, got " + describe(cur()));
     std::string name = cur().text;
     next();
     return name;
@@ -81,7 +95,8 @@ class Parser {
   };
   Status check_depth() const {
     if (depth_ > kMaxParseDepth)
-      return error_at(cur(), "template nests deeper than " + std::to_string(kMaxParseDepth) + " levels");
+      return error_at(cur(),
+                      "template nests deeper than " + std::to_string(kMaxParseDepth) + " levels");
     return ok_status();
   }
 
@@ -119,7 +134,8 @@ class Parser {
         body.push_back(std::move(s));
       } else if (t.type == TokenType::kBlockBegin) {
         next();
-        if (cur().type != TokenType::kName) return error_at(cur(), "expected a statement name, got " + describe(cur()));
+        if (cur().type != TokenType::kName)
+          return error_at(cur(), "expected a statement name, got " + describe(cur()));
         for (auto tag : end_tags) {
           if (cur().text == tag) {
             *end = cur().text;
@@ -161,8 +177,9 @@ class Parser {
       STRATA_RETURN_IF_ERROR(expect_block_end());
       return s;
     }
-    static constexpr std::string_view kUnsupported[] = {"include", "import", "from", "extends", "block",
-                                                        "with", "do", "autoescape", "trans", "pluralize"};
+    static constexpr std::string_view kUnsupported[] = {"include", "import",   "from", "extends",
+                                                        "block",   "with",     "do",   "autoescape",
+                                                        "trans",   "pluralize"};
     for (auto u : kUnsupported)
       if (name == u) return error_at(t, "unsupported statement '" + name + "'");
     return error_at(t, "unknown statement '" + name + "'");
@@ -324,7 +341,8 @@ class Parser {
   // --- expressions ---------------------------------------------------------------------------
   bool at_tuple_end(std::initializer_list<std::string_view> extra_end) const {
     TokenType t = cur().type;
-    if (t == TokenType::kVariableEnd || t == TokenType::kBlockEnd || t == TokenType::kEof || is_op(")"))
+    if (t == TokenType::kVariableEnd || t == TokenType::kBlockEnd || t == TokenType::kEof ||
+        is_op(")"))
       return true;
     if (t == TokenType::kName)
       for (auto e : extra_end)
@@ -351,7 +369,8 @@ class Parser {
     }
     if (!is_tuple) {
       if (!items.empty()) return std::move(items[0]);
-      if (!explicit_parens) return error_at(cur(), "expected an expression, got " + describe(cur()));
+      if (!explicit_parens)
+        return error_at(cur(), "expected an expression, got " + describe(cur()));
     }
     auto e = make(ExprKind::kTuple, line);
     e->children = std::move(items);
@@ -567,7 +586,8 @@ class Parser {
       case TokenType::kInteger:
       case TokenType::kFloat: {
         auto e = make(ExprKind::kLiteral, line);
-        e->literal = t.type == TokenType::kInteger ? Value::integer(t.int_value) : Value::floating(t.float_value);
+        e->literal = t.type == TokenType::kInteger ? Value::integer(t.int_value)
+                                                   : Value::floating(t.float_value);
         next();
         return e;
       }
@@ -669,15 +689,18 @@ class Parser {
       if (!first) STRATA_RETURN_IF_ERROR(expect_op(","));
       first = false;
       if (is_op(")")) break;
-      if (is_op("*") || is_op("**")) return error_at(cur(), "unsupported construct '*args'/'**kwargs' in a call");
-      if (cur().type == TokenType::kName && peek().type == TokenType::kOperator && peek().text == "=") {
+      if (is_op("*") || is_op("**"))
+        return error_at(cur(), "unsupported construct '*args'/'**kwargs' in a call");
+      if (cur().type == TokenType::kName && peek().type == TokenType::kOperator &&
+          peek().text == "=") {
         std::string name = cur().text;
         next();
         next();
         STRATA_ASSIGN_OR_RETURN(ExprPtr value, parse_expression(true));
         e->kwargs.emplace_back(std::move(name), std::move(value));
       } else {
-        if (!e->kwargs.empty()) return error_at(cur(), "positional argument follows keyword argument");
+        if (!e->kwargs.empty())
+          return error_at(cur(), "positional argument follows keyword argument");
         STRATA_ASSIGN_OR_RETURN(ExprPtr value, parse_expression(true));
         e->children.push_back(std::move(value));
       }
@@ -717,8 +740,8 @@ class Parser {
     if (is_op("(")) {
       STRATA_RETURN_IF_ERROR(parse_call_args(e.get()));
     } else if ((cur().type == TokenType::kName || cur().type == TokenType::kString ||
-                cur().type == TokenType::kInteger || cur().type == TokenType::kFloat || is_op("[") ||
-                is_op("{")) &&
+                cur().type == TokenType::kInteger || cur().type == TokenType::kFloat ||
+                is_op("[") || is_op("{")) &&
                !is_name("else") && !is_name("or") && !is_name("and")) {
       if (is_name("is")) return error_at(cur(), "you cannot chain multiple tests with 'is'");
       STRATA_ASSIGN_OR_RETURN(ExprPtr arg, parse_primary());

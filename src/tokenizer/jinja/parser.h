@@ -10,7 +10,8 @@
 
 namespace strata::jinja {
 
-// Deepest expression or statement nesting accepted, so parsing and evaluation stay within the stack.
+// Deepest expression or statement nesting accepted, so parsing and evaluation stay within the
+// stack.
 inline constexpr int kMaxParseDepth = 128;
 
 // Parses a whole template. Errors name the line and what was expected or is unsupported.

@@ -80,7 +80,8 @@ std::string py_float_repr(double value) {
       out.append(digits, 1, std::string::npos);
     }
     char exp_buf[16];
-    std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+',
+                  std::abs(exponent));
     return out + exp_buf;
   }
   if (exponent < 0) {
@@ -226,7 +227,8 @@ std::vector<std::string> py_rsplit(std::string_view text, std::optional<std::str
   if (sep) {
     size_t end = text.size();
     while (static_cast<long>(parts.size()) < maxsplit) {
-      size_t hit = end >= sep->size() ? text.rfind(*sep, end - sep->size()) : std::string_view::npos;
+      size_t hit =
+          end >= sep->size() ? text.rfind(*sep, end - sep->size()) : std::string_view::npos;
       if (hit == std::string_view::npos) break;
       parts.emplace_back(text.substr(hit + sep->size(), end - hit - sep->size()));
       end = hit;
@@ -265,9 +267,11 @@ std::vector<std::string> py_splitlines(std::string_view text) {
       break_len = (pos + 1 < text.size() && text[pos + 1] == '\n') ? 2 : 1;
     } else if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1C && c <= 0x1E)) {
       break_len = 1;
-    } else if (c == 0xC2 && pos + 1 < text.size() && static_cast<unsigned char>(text[pos + 1]) == 0x85) {
+    } else if (c == 0xC2 && pos + 1 < text.size() &&
+               static_cast<unsigned char>(text[pos + 1]) == 0x85) {
       break_len = 2;
-    } else if (c == 0xE2 && pos + 2 < text.size() && static_cast<unsigned char>(text[pos + 1]) == 0x80 &&
+    } else if (c == 0xE2 && pos + 2 < text.size() &&
+               static_cast<unsigned char>(text[pos + 1]) == 0x80 &&
                (static_cast<unsigned char>(text[pos + 2]) == 0xA8 ||
                 static_cast<unsigned char>(text[pos + 2]) == 0xA9)) {
       break_len = 3;
@@ -346,7 +350,8 @@ std::string py_title(std::string_view text) {
 
 std::string py_capitalize(std::string_view text) {
   std::string out = py_lower(text);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 'a' + 'A');
+  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z')
+    out[0] = static_cast<char>(out[0] - 'a' + 'A');
   return out;
 }
 

@@ -12,7 +12,8 @@ Result<Template> Template::parse(std::string_view source) {
   return Template(std::make_shared<const StmtList>(std::move(body)));
 }
 
-Result<std::string> Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
+Result<std::string> Template::render(const nlohmann::ordered_json& context,
+                                     const RenderOptions& options) const {
   if (!context.is_object() && !context.is_null())
     return make_error(ErrorCode::kInvalidArgument, "template context must be a JSON object");
   Dict variables;
@@ -26,7 +27,8 @@ Result<std::string> Template::render(const nlohmann::ordered_json& context, cons
   return interpreter.render(*body_, variables);
 }
 
-Result<std::string> Template::render(const nlohmann::json& context, const RenderOptions& options) const {
+Result<std::string> Template::render(const nlohmann::json& context,
+                                     const RenderOptions& options) const {
   return render(nlohmann::ordered_json::parse(context.dump()), options);
 }
 

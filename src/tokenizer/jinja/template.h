@@ -3,10 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "tokenizer/jinja/ast.h"
@@ -21,7 +20,8 @@ class Template {
 
   // Renders with `context` (a JSON object) as the template's variables. Object key order is
   // kept, which `tojson` and dict iteration rely on, hence ordered_json.
-  Result<std::string> render(const nlohmann::ordered_json& context, const RenderOptions& options) const;
+  Result<std::string> render(const nlohmann::ordered_json& context,
+                             const RenderOptions& options) const;
   // Convenience for callers holding nlohmann::json (whose objects are key-sorted).
   Result<std::string> render(const nlohmann::json& context, const RenderOptions& options) const;
 

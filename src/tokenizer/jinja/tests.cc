@@ -6,19 +6,24 @@
 namespace strata::jinja {
 namespace {
 
-Error type_error(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error type_error(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 // Names of the filters jinja2 knows, for the `filter` test.
 constexpr std::string_view kFilterNames[] = {
-    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
-    "first", "float", "format", "indent", "int", "items", "join", "last", "length", "list", "lower", "map",
-    "max", "min", "pprint", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select",
-    "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "unique", "upper", "wordcount"};
+    "abs",      "attr",       "batch",    "capitalize", "center",  "count",   "d",      "default",
+    "dictsort", "e",          "escape",   "first",      "float",   "format",  "indent", "int",
+    "items",    "join",       "last",     "length",     "list",    "lower",   "map",    "max",
+    "min",      "pprint",     "reject",   "rejectattr", "replace", "reverse", "round",  "safe",
+    "select",   "selectattr", "sort",     "string",     "sum",     "title",   "tojson", "trim",
+    "unique",   "upper",      "wordcount"};
 constexpr std::string_view kTestNames[] = {
-    "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "==", "escaped", "even", "false",
-    "filter", "float", "ge", ">=", "gt", ">", "greaterthan", "in", "integer", "iterable", "le", "<=", "lower",
-    "lt", "<", "lessthan", "mapping", "ne", "!=", "none", "number", "odd", "sameas", "sequence", "string",
-    "test", "true", "undefined", "upper"};
+    "boolean",     "callable", "defined", "divisibleby", "eq",   "equalto",   "==",     "escaped",
+    "even",        "false",    "filter",  "float",       "ge",   ">=",        "gt",     ">",
+    "greaterthan", "in",       "integer", "iterable",    "le",   "<=",        "lower",  "lt",
+    "<",           "lessthan", "mapping", "ne",          "!=",   "none",      "number", "odd",
+    "sameas",      "sequence", "string",  "test",        "true", "undefined", "upper"};
 
 Result<const Value*> one_arg(const CallArgs& args, std::string_view test) {
   if (args.positional.size() + args.keyword.size() != 1)
@@ -31,20 +36,23 @@ Result<int> compare(const Value& a, const Value& b, std::string_view test) {
   if (b.is_undefined()) return type_error(b.undefined_hint());
   auto c = py_compare(a, b);
   if (!c.ok())
-    return type_error("test '" + std::string(test) + "' cannot compare '" + std::string(a.type_name()) + "' and '" +
-                      std::string(b.type_name()) + "'");
+    return type_error("test '" + std::string(test) + "' cannot compare '" +
+                      std::string(a.type_name()) + "' and '" + std::string(b.type_name()) + "'");
   return *c;
 }
 
 Result<int64_t> int_operand(const Value& v, std::string_view test) {
   if (v.is_undefined()) return type_error(v.undefined_hint());
-  if (!v.is_integral()) return type_error("test '" + std::string(test) + "' needs an integer, not " + std::string(v.type_name()));
+  if (!v.is_integral())
+    return type_error("test '" + std::string(test) + "' needs an integer, not " +
+                      std::string(v.type_name()));
   return v.as_int();
 }
 
 }  // namespace
 
-Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& input, const CallArgs& args) {
+Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& input,
+                      const CallArgs& args) {
   using K = Value::Kind;
   if (name == "defined") return !input.is_undefined();
   if (name == "undefined") return input.is_undefined();
@@ -58,8 +66,10 @@ Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& i
   if (name == "integer") return input.is_int();
   if (name == "float") return input.is_float();
   // jinja2's Undefined defines __iter__, __len__, __getitem__ and __call__, so it passes these.
-  if (name == "iterable") return input.is_string() || input.is_list() || input.is_dict() || input.is_undefined();
-  if (name == "sequence") return input.is_string() || input.is_list() || input.is_dict() || input.is_undefined();
+  if (name == "iterable")
+    return input.is_string() || input.is_list() || input.is_dict() || input.is_undefined();
+  if (name == "sequence")
+    return input.is_string() || input.is_list() || input.is_dict() || input.is_undefined();
   if (name == "callable") return input.is_callable() || input.is_undefined();
   if (name == "escaped") return false;
   if (name == "lower" || name == "upper") {
@@ -90,8 +100,8 @@ Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& i
     bool eq = py_equal(input, *arg);
     return (name == "ne" || name == "!=") ? !eq : eq;
   }
-  if (name == "lt" || name == "<" || name == "lessthan" || name == "le" || name == "<=" || name == "gt" ||
-      name == ">" || name == "greaterthan" || name == "ge" || name == ">=") {
+  if (name == "lt" || name == "<" || name == "lessthan" || name == "le" || name == "<=" ||
+      name == "gt" || name == ">" || name == "greaterthan" || name == "ge" || name == ">=") {
     STRATA_ASSIGN_OR_RETURN(const Value* arg, one_arg(args, name));
     STRATA_ASSIGN_OR_RETURN(int c, compare(input, *arg, name));
     if (name == "lt" || name == "<" || name == "lessthan") return c < 0;
@@ -107,7 +117,8 @@ Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& i
     }
     if (arg->is_dict()) return arg->as_dict().find(input) != nullptr;
     if (arg->is_undefined()) return type_error(arg->undefined_hint());
-    if (!arg->is_list()) return type_error("argument of type '" + std::string(arg->type_name()) + "' is not iterable");
+    if (!arg->is_list())
+      return type_error("argument of type '" + std::string(arg->type_name()) + "' is not iterable");
     for (const auto& item : arg->as_list())
       if (py_equal(item, input)) return true;
     return false;
@@ -137,7 +148,9 @@ Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& i
   if (name == "filter" || name == "test") {
     if (!input.is_string()) return false;
     const std::string& wanted = input.as_string();
-    if (name == "filter") return std::find(std::begin(kFilterNames), std::end(kFilterNames), wanted) != std::end(kFilterNames);
+    if (name == "filter")
+      return std::find(std::begin(kFilterNames), std::end(kFilterNames), wanted) !=
+             std::end(kFilterNames);
     return std::find(std::begin(kTestNames), std::end(kTestNames), wanted) != std::end(kTestNames);
   }
   (void)interp;

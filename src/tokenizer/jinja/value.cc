@@ -271,9 +271,9 @@ Result<int> py_compare(const Value& a, const Value& b) {
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
   }
-  return make_error(ErrorCode::kInvalidArgument,
-                    "'<' not supported between instances of '" + std::string(a.type_name()) +
-                        "' and '" + std::string(b.type_name()) + "'");
+  return make_error(ErrorCode::kInvalidArgument, "'<' not supported between instances of '" +
+                                                     std::string(a.type_name()) + "' and '" +
+                                                     std::string(b.type_name()) + "'");
 }
 
 std::string py_str(const Value& v) {
@@ -315,7 +315,8 @@ std::string py_repr(const Value& v) {
     case Value::Kind::kNamespace: {
       std::string out = v.is_namespace() ? "<Namespace {" : "{";
       bool first = true;
-      for (const auto& [k, item] : v.is_namespace() ? v.namespace_dict().items : v.as_dict().items) {
+      for (const auto& [k, item] :
+           v.is_namespace() ? v.namespace_dict().items : v.as_dict().items) {
         if (!first) out += ", ";
         first = false;
         out += py_repr(k) + ": " + py_repr(item);

@@ -3,12 +3,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 
@@ -74,7 +73,9 @@ class Value {
   bool is_int() const { return kind_ == Kind::kInt; }
   bool is_float() const { return kind_ == Kind::kFloat; }
   // Python numbers include bool (bool subclasses int).
-  bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
+  bool is_number() const {
+    return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool;
+  }
   bool is_integral() const { return kind_ == Kind::kInt || kind_ == Kind::kBool; }
   bool is_string() const { return kind_ == Kind::kString; }
   bool is_list() const { return kind_ == Kind::kList; }

@@ -1,13 +1,13 @@
 // Renders every chat template in ../shared/testdata/chat-templates/ with every conversation of
 // conversations.json and compares with the output jinja2 produced (expected/<name>.json), in the
 // environment transformers' apply_chat_template sets up (see that folder's README).
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tokenizer/jinja/chat_template.h"
 
@@ -38,7 +38,8 @@ std::vector<RenderCase> all_cases() {
   auto conversations = read_json(std::string(kDir) + "conversations.json");
   if (!manifest.is_object() || !conversations.is_object()) return {{"missing_testdata", "none"}};
   for (const auto& [name, entry] : manifest["templates"].items())
-    for (const auto& [case_name, conversation] : conversations.items()) cases.push_back({name, case_name});
+    for (const auto& [case_name, conversation] : conversations.items())
+      cases.push_back({name, case_name});
   return cases;
 }
 
@@ -58,7 +59,8 @@ TEST_P(TemplateFilesTest, MatchesJinja2Render) {
   const RenderCase& param = GetParam();
   auto manifest = read_json(std::string(kDir) + "manifest.json");
   auto conversations = read_json(std::string(kDir) + "conversations.json");
-  ASSERT_TRUE(manifest.is_object()) << "cannot read " << kDir << "manifest.json (run from the repo root)";
+  ASSERT_TRUE(manifest.is_object())
+      << "cannot read " << kDir << "manifest.json (run from the repo root)";
   const auto& entry = manifest["templates"][param.template_name];
   const auto& conversation = conversations[param.case_name];
   auto expected_all = read_json(std::string(kDir) + entry["expected"].get<std::string>());
@@ -83,8 +85,9 @@ TEST_P(TemplateFilesTest, MatchesJinja2Render) {
     ASSERT_FALSE(result.ok()) << "expected failure: " << expected["error"] << "\ngot:\n" << *result;
     // Messages from the template's own raise_exception() must come through verbatim; Python
     // runtime errors (TypeError, ...) only have to fail.
-    if (entry["case_status"][param.case_name] == "TemplateError")
+    if (entry["case_status"][param.case_name] == "TemplateError") {
       EXPECT_EQ(result.error().message, expected["error"].get<std::string>());
+    }
   }
 }
 
@@ -95,7 +98,8 @@ std::string case_test_name(const ::testing::TestParamInfo<RenderCase>& info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(ChatTemplates, TemplateFilesTest, ::testing::ValuesIn(all_cases()), case_test_name);
+INSTANTIATE_TEST_SUITE_P(ChatTemplates, TemplateFilesTest, ::testing::ValuesIn(all_cases()),
+                         case_test_name);
 
 }  // namespace
 }  // namespace strata::jinja
