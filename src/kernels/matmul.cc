@@ -1,32 +1,136 @@
+// matvec / matmul entry points: quantize the activations once, split the rows into chunks over
+// the thread pool, and run the best SIMD target's row kernels (Highway runtime dispatch).
+
 #include "kernels/matmul.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
-#include "base/fp16.h"
+#include "base/aligned.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quantize_act.h"
+#include "kernels/reference/dequantize_ref.h"
 
-namespace strata::kernels {
-namespace {
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include "hwy/highway.h"
+#include "kernels/dot_common-inl.h"
+#include "kernels/dot_float-inl.h"
+#include "kernels/dot_k-inl.h"
+#include "kernels/dot_q32-inl.h"
 
-float dot_row(DType type, const uint8_t* row, const float* x, size_t cols) {
-  float sum = 0.0f;
-  if (type == DType::kF32) {
-    const float* w = reinterpret_cast<const float*>(row);
-    for (size_t c = 0; c < cols; ++c) sum += w[c] * x[c];
-  } else {
-    const uint16_t* w = reinterpret_cast<const uint16_t*>(row);
-    for (size_t c = 0; c < cols; ++c) sum += fp16_to_fp32(w[c]) * x[c];
-  }
-  return sum;
+HWY_BEFORE_NAMESPACE();
+namespace strata::kernels::HWY_NAMESPACE {
+
+template <size_t kT, class Block>
+HWY_INLINE void GatherTokenRows(const uint8_t* act, size_t act_stride, const Block** rows) {
+  for (size_t t = 0; t < kT; ++t) rows[t] = reinterpret_cast<const Block*>(act + t * act_stride);
 }
 
+// out[t] = dot(weight row, activation row t) for t < kT.
+template <size_t kT>
+HWY_INLINE void DotRowTile(DType type, const uint8_t* row, const uint8_t* act, size_t act_stride,
+                           size_t cols, float* out) {
+  const ActBlockQ8* a32[kT];
+  const BlockQ8_K* ak[kT];
+  const float* x = reinterpret_cast<const float*>(act);
+  const size_t x_stride = act_stride / sizeof(float);
+  // Only the pointers of the type's own activation format are ever read.
+  GatherTokenRows<kT>(act, act_stride, a32);
+  GatherTokenRows<kT>(act, act_stride, ak);
+  switch (type) {
+    case DType::kF32:
+      return DotFloatTile<kT>(F32Weights{reinterpret_cast<const float*>(row)}, x, x_stride, cols,
+                              out);
+    case DType::kF16:
+      return DotFloatTile<kT>(F16Weights{reinterpret_cast<const hwy::float16_t*>(row)}, x, x_stride,
+                              cols, out);
+    case DType::kBF16:
+      return DotFloatTile<kT>(BF16Weights{reinterpret_cast<const uint16_t*>(row)}, x, x_stride,
+                              cols, out);
+    case DType::kQ4_0:
+      return DotQ32<Q4_0Format, kT>(row, a32, cols / kQK32, out);
+    case DType::kQ4_1:
+      return DotQ32<Q4_1Format, kT>(row, a32, cols / kQK32, out);
+    case DType::kQ5_0:
+      return DotQ32<Q5_0Format, kT>(row, a32, cols / kQK32, out);
+    case DType::kQ5_1:
+      return DotQ32<Q5_1Format, kT>(row, a32, cols / kQK32, out);
+    case DType::kQ8_0:
+      return DotQ32<Q8_0Format, kT>(row, a32, cols / kQK32, out);
+    case DType::kQ2_K:
+      return DotK<DType::kQ2_K, kT>(row, ak, cols / kQK_K, out);
+    case DType::kQ3_K:
+      return DotK<DType::kQ3_K, kT>(row, ak, cols / kQK_K, out);
+    case DType::kQ4_K:
+      return DotK<DType::kQ4_K, kT>(row, ak, cols / kQK_K, out);
+    case DType::kQ5_K:
+      return DotK<DType::kQ5_K, kT>(row, ak, cols / kQK_K, out);
+    case DType::kQ6_K:
+      return DotK<DType::kQ6_K, kT>(row, ak, cols / kQK_K, out);
+    default:
+      for (size_t t = 0; t < kT; ++t) out[t] = std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+// Y[t][r] for r in [row_begin, row_end) and every token, tiles of kMaxTileTokens tokens: each
+// weight block is unpacked once per tile.
+void MatmulRows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
+                size_t cols, const uint8_t* act, size_t act_stride, size_t n_tokens, float* y,
+                size_t y_stride) {
+  float out[kMaxTileTokens];
+  for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
+    const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
+    const uint8_t* tile_act = act + t0 * act_stride;
+    for (size_t r = row_begin; r < row_end; ++r) {
+      const uint8_t* row = w + r * w_stride;
+      switch (tile) {
+        case 1:
+          DotRowTile<1>(type, row, tile_act, act_stride, cols, out);
+          break;
+        case 2:
+          DotRowTile<2>(type, row, tile_act, act_stride, cols, out);
+          break;
+        case 3:
+          DotRowTile<3>(type, row, tile_act, act_stride, cols, out);
+          break;
+        default:
+          DotRowTile<4>(type, row, tile_act, act_stride, cols, out);
+          break;
+      }
+      for (size_t t = 0; t < tile; ++t) y[(t0 + t) * y_stride + r] = out[t];
+    }
+  }
+}
+
+// The target this code was compiled for; reports which one dispatch picked.
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace strata::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace strata::kernels {
+
+HWY_EXPORT(MatmulRows);
+HWY_EXPORT(TargetName);
+
+namespace {
+
+// Rows per parallel_for task: enough tasks to balance the threads (about 8 each), never fewer
+// than 16 rows so that tiny matrices do not pay a task per row.
 size_t rows_per_task(size_t rows, size_t threads) {
   return std::clamp<size_t>(rows / (threads * 8), 16, 64);
 }
 
 }  // namespace
 
-bool supports_weight_type(DType type) { return type == DType::kF32 || type == DType::kF16; }
+const char* active_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+bool supports_weight_type(DType type) { return activation_format(type) != ActivationFormat::kNone; }
 
 void matvec(DType type, const void* w, size_t rows, size_t cols, const float* x, float* y,
             ThreadPool& pool) {
@@ -35,27 +139,48 @@ void matvec(DType type, const void* w, size_t rows, size_t cols, const float* x,
 
 void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x, size_t n_tokens,
             float* y, ThreadPool& pool) {
-  const size_t stride = row_bytes(type, cols);
+  const ActivationFormat format = activation_format(type);
+  if (format == ActivationFormat::kNone || cols % traits(type).block_size != 0) {
+    // Callers check supports_weight_type and the shape when loading a model; NaN makes a
+    // violation visible instead of silently wrong.
+    std::fill_n(y, rows * n_tokens, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
+  size_t act_stride = cols * sizeof(float);
+  AlignedBuffer<uint8_t> quantized;
+  if (format != ActivationFormat::kF32) {
+    act_stride = activation_row_bytes(format, cols);
+    quantized = AlignedBuffer<uint8_t>(act_stride * n_tokens);
+    uint8_t* dst = quantized.data();
+    pool.parallel_for(n_tokens, [&](size_t t, size_t) {
+      if (format == ActivationFormat::kQ8_32) {
+        quantize_act_q8(x + t * cols, reinterpret_cast<ActBlockQ8*>(dst + t * act_stride), cols);
+      } else {
+        quantize_act_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(dst + t * act_stride), cols);
+      }
+    });
+    act = quantized.data();
+  }
+  const size_t w_stride = row_bytes(type, cols);
   const size_t chunk = rows_per_task(rows, pool.num_threads());
   const size_t tasks = (rows + chunk - 1) / chunk;
-  const uint8_t* base = static_cast<const uint8_t*>(w);
+  const uint8_t* weights = static_cast<const uint8_t*>(w);
   pool.parallel_for(tasks, [&](size_t task, size_t) {
-    const size_t end = std::min(rows, (task + 1) * chunk);
-    for (size_t r = task * chunk; r < end; ++r) {
-      for (size_t t = 0; t < n_tokens; ++t) {
-        y[t * rows + r] = dot_row(type, base + r * stride, x + t * cols, cols);
-      }
-    }
+    const size_t begin = task * chunk;
+    const size_t end = std::min(rows, begin + chunk);
+    HWY_DYNAMIC_DISPATCH(MatmulRows)
+    (type, weights, w_stride, begin, end, cols, act, act_stride, n_tokens, y, rows);
   });
 }
 
 void dequantize_row(DType type, const void* src, float* dst, size_t n) {
-  if (type == DType::kF32) {
-    std::copy_n(static_cast<const float*>(src), n, dst);
-  } else {
-    const uint16_t* h = static_cast<const uint16_t*>(src);
-    for (size_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(h[i]);
+  if (!reference::is_supported(type) || n % traits(type).block_size != 0) {
+    std::fill_n(dst, n, std::numeric_limits<float>::quiet_NaN());
+    return;
   }
+  reference::dequantize_row_ref(type, src, dst, n);
 }
 
 }  // namespace strata::kernels
+#endif  // HWY_ONCE

@@ -12,10 +12,16 @@
 
 namespace strata::kernels {
 
-// True if matvec/matmul support weights of this type.
+// Name of the SIMD target the kernels dispatch to on this CPU (e.g. "AVX3_DL", "AVX2", "NEON").
+const char* active_simd_target();
+
+// True if matvec/matmul support weights of this type: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 bool supports_weight_type(DType type);
 
-// y[r] = sum_c W[r][c] * x[c] for r in [0, rows).
+// y[r] = sum_c W[r][c] * x[c] for r in [0, rows). cols must be a multiple of the type's block
+// size; an unsupported type or shape fills y with NaN. Quantized types multiply x quantized to
+// 8 bits per block (see quantize_act.h); float types use x as is.
 void matvec(DType type, const void* w, size_t rows, size_t cols, const float* x, float* y,
             ThreadPool& pool);
 

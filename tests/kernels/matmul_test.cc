@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "for_each_target.h"
 
 namespace strata::kernels {
 namespace {
@@ -70,12 +71,14 @@ TEST_P(FloatMatmulTest, MatvecMatchesDoubleReference) {
   const DType type = GetParam();
   if (!supports_weight_type(type)) GTEST_SKIP() << "type not supported yet";
   ThreadPool pool(2);
-  for (auto [rows, cols] : {std::pair<size_t, size_t>{1, 1}, {7, 33}, {67, 256}, {130, 4100}}) {
-    FloatMatrix m = make_matrix(type, rows, cols, 11);
-    std::vector<float> x = random_vector(cols, 12), y(rows);
-    matvec(type, m.bytes.data(), rows, cols, x.data(), y.data(), pool);
-    expect_matches_reference(m, rows, cols, x, 1, y);
-  }
+  for_each_simd_target([&] {
+    for (auto [rows, cols] : {std::pair<size_t, size_t>{1, 1}, {7, 33}, {67, 256}, {130, 4100}}) {
+      FloatMatrix m = make_matrix(type, rows, cols, 11);
+      std::vector<float> x = random_vector(cols, 12), y(rows);
+      matvec(type, m.bytes.data(), rows, cols, x.data(), y.data(), pool);
+      expect_matches_reference(m, rows, cols, x, 1, y);
+    }
+  });
 }
 
 TEST_P(FloatMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatter) {
@@ -84,24 +87,39 @@ TEST_P(FloatMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatter) {
   ThreadPool pool1(1), pool2(2);
   const size_t rows = 101, cols = 96, n_tokens = 9;
   FloatMatrix m = make_matrix(type, rows, cols, 21);
-  std::vector<float> x = random_vector(cols * n_tokens, 22), y(rows * n_tokens),
-                     y1(rows * n_tokens);
-  matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y.data(), pool2);
-  matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y1.data(), pool1);
-  expect_matches_reference(m, rows, cols, x, n_tokens, y);
-  EXPECT_EQ(y, y1);
-  for (size_t t = 0; t < n_tokens; ++t) {
-    std::vector<float> yt(rows);
-    matvec(type, m.bytes.data(), rows, cols, x.data() + t * cols, yt.data(), pool2);
-    for (size_t r = 0; r < rows; ++r) {
-      EXPECT_NEAR(yt[r], y[t * rows + r], 1e-6 * (std::abs(yt[r]) + 1)) << t << " " << r;
+  std::vector<float> x = random_vector(cols * n_tokens, 22);
+  for_each_simd_target([&] {
+    std::vector<float> y(rows * n_tokens), y1(rows * n_tokens);
+    matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y.data(), pool2);
+    matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y1.data(), pool1);
+    expect_matches_reference(m, rows, cols, x, n_tokens, y);
+    EXPECT_EQ(y, y1);
+    for (size_t t = 0; t < n_tokens; ++t) {
+      std::vector<float> yt(rows);
+      matvec(type, m.bytes.data(), rows, cols, x.data() + t * cols, yt.data(), pool2);
+      for (size_t r = 0; r < rows; ++r) {
+        EXPECT_NEAR(yt[r], y[t * rows + r], 1e-6 * (std::abs(yt[r]) + 1)) << t << " " << r;
+      }
     }
-  }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, FloatMatmulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(MatmulTest, UnsupportedTypeOrShapeGivesNaN) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> w(1024);
+  std::vector<float> x(64, 1.0f), y(2, 0.0f);
+  matvec(DType::kIQ2_XXS, w.data(), 2, 256, x.data(), y.data(), pool);
+  EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+  y.assign(2, 0.0f);
+  matvec(DType::kQ4_0, w.data(), 2, 48, x.data(), y.data(), pool);  // 48 is not a multiple of 32
+  EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+  EXPECT_FALSE(supports_weight_type(DType::kIQ2_XXS));
+  EXPECT_TRUE(supports_weight_type(DType::kQ6_K));
+}
 
 TEST(DequantizeRowTest, FloatTypes) {
   const float values[] = {0.0f, 1.0f, -2.5f, 65504.0f, 1e-3f};

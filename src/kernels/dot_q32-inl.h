@@ -1,0 +1,162 @@
+// Per-target dot products of the 32-element block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) with
+// ActBlockQ8 activations, for up to kMaxTileTokens activation rows per weight row.
+//
+// The integer algorithm (the scalar twin is reference::dot_quantized_ref): per block, the exact
+// int32 sum of quant products, with unsigned quants u = q + offset corrected by offset * sum(a);
+// then f32 accumulation of d_w * d_a * isum, plus m * d_a * sum(a) for the formats with a min.
+
+#if defined(STRATA_KERNELS_DOT_Q32_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef STRATA_KERNELS_DOT_Q32_INL_H_
+#undef STRATA_KERNELS_DOT_Q32_INL_H_
+#else
+#define STRATA_KERNELS_DOT_Q32_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/highway.h"
+#include "kernels/dot_common-inl.h"
+#include "kernels/quant_blocks.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace strata::kernels::HWY_NAMESPACE {
+
+// What distinguishes the formats: the offset that makes quants unsigned, a min term, a fifth bit
+// in qh, or (Q8_0) plain signed bytes.
+struct Q4_0Format {
+  using Block = BlockQ4_0;
+  static constexpr int kOffset = 8;
+  static constexpr bool kHasMin = false, kFifthBit = false, kSignedBytes = false;
+};
+struct Q4_1Format {
+  using Block = BlockQ4_1;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = true, kFifthBit = false, kSignedBytes = false;
+};
+struct Q5_0Format {
+  using Block = BlockQ5_0;
+  static constexpr int kOffset = 16;
+  static constexpr bool kHasMin = false, kFifthBit = true, kSignedBytes = false;
+};
+struct Q5_1Format {
+  using Block = BlockQ5_1;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = true, kFifthBit = true, kSignedBytes = false;
+};
+struct Q8_0Format {
+  using Block = BlockQ8_0;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = false, kFifthBit = false, kSignedBytes = true;
+};
+
+template <class Format>
+HWY_INLINE float BlockMin(const typename Format::Block& b) {
+  if constexpr (Format::kHasMin) {
+    return HalfToFloat(b.m);
+  } else {
+    return 0.0f;
+  }
+}
+
+// Portable path: the block's quants as 32 int8 (unsigned values for the nibble formats), then
+// DotI8.
+template <class Format>
+HWY_INLINE const int8_t* UnpackQuants32(const typename Format::Block& b, int8_t* q) {
+  if constexpr (Format::kSignedBytes) {
+    return b.qs;
+  } else {
+    uint8_t* u = reinterpret_cast<uint8_t*>(q);
+#if HWY_TARGET == HWY_SCALAR
+    for (int j = 0; j < 16; ++j) {
+      u[j] = b.qs[j] & 0x0F;
+      u[j + 16] = b.qs[j] >> 4;
+    }
+#else
+    const hn::FixedTag<uint8_t, 16> d8;
+    const auto packed = hn::LoadU(d8, b.qs);
+    hn::StoreU(hn::And(packed, hn::Set(d8, 0x0F)), d8, u);
+    hn::StoreU(hn::ShiftRight<4>(packed), d8, u + 16);
+#endif
+    if constexpr (Format::kFifthBit) {
+      uint32_t qh;
+      __builtin_memcpy(&qh, b.qh, 4);
+      for (int j = 0; j < 32; ++j) u[j] |= static_cast<uint8_t>(((qh >> j) & 1) << 4);
+    }
+    return q;
+  }
+}
+
+template <class Format, size_t kT>
+HWY_INLINE void DotQ32Portable(const typename Format::Block* HWY_RESTRICT w,
+                               const ActBlockQ8* const* a, size_t blocks, float* out) {
+  float acc[kT] = {}, min_acc[kT] = {};
+  HWY_ALIGN int8_t buffer[kQK32];
+  for (size_t b = 0; b < blocks; ++b) {
+    const int8_t* q = UnpackQuants32<Format>(w[b], buffer);
+    const float dw = HalfToFloat(w[b].d);
+    for (size_t t = 0; t < kT; ++t) {
+      const ActBlockQ8& x = a[t][b];
+      const int32_t isum = DotI8(q, x.qs, kQK32) - Format::kOffset * x.sum;
+      acc[t] += dw * x.d * static_cast<float>(isum);
+      if constexpr (Format::kHasMin) min_acc[t] += BlockMin<Format>(w[b]) * x.d * x.sum;
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) out[t] = acc[t] + min_acc[t];
+}
+
+#if STRATA_X86_INT8_DOT
+
+// x86 path: 32 unsigned quant bytes in one register, multiplied with maddubs (for Q8_0, |w| with
+// the activation's sign flipped where w < 0); the int32 lanes are scaled in f32 without a
+// horizontal sum per block.
+template <class Format, size_t kT>
+HWY_INLINE void DotQ32X86(const typename Format::Block* HWY_RESTRICT w, const ActBlockQ8* const* a,
+                          size_t blocks, float* out) {
+  __m256 acc[kT];
+  float extra[kT] = {};
+  for (size_t t = 0; t < kT; ++t) acc[t] = _mm256_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    const typename Format::Block& blk = w[b];
+    __m256i u;
+    if constexpr (Format::kSignedBytes) {
+      u = Load256(blk.qs);
+    } else if constexpr (Format::kFifthBit) {
+      u = _mm256_or_si256(UnpackNibbles32(blk.qs), FifthBits32(blk.qh));
+    } else {
+      u = UnpackNibbles32(blk.qs);
+    }
+    const __m256i u_abs = Format::kSignedBytes ? _mm256_sign_epi8(u, u) : u;
+    const float dw = HalfToFloat(blk.d);
+    for (size_t t = 0; t < kT; ++t) {
+      const ActBlockQ8& x = a[t][b];
+      __m256i va = Load256(x.qs);
+      if constexpr (Format::kSignedBytes) va = _mm256_sign_epi8(va, u);
+      const float scale = dw * x.d;
+      acc[t] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(DotU8I8(u_abs, va)), _mm256_set1_ps(scale), acc[t]);
+      if constexpr (Format::kOffset != 0) {
+        extra[t] += scale * static_cast<float>(-Format::kOffset * x.sum);
+      }
+      if constexpr (Format::kHasMin) extra[t] += BlockMin<Format>(blk) * x.d * x.sum;
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) out[t] = HorizontalSum(acc[t]) + extra[t];
+}
+
+#endif  // STRATA_X86_INT8_DOT
+
+template <class Format, size_t kT>
+HWY_INLINE void DotQ32(const void* row, const ActBlockQ8* const* a, size_t blocks, float* out) {
+  const auto* w = static_cast<const typename Format::Block*>(row);
+#if STRATA_X86_INT8_DOT
+  DotQ32X86<Format, kT>(w, a, blocks, out);
+#else
+  DotQ32Portable<Format, kT>(w, a, blocks, out);
+#endif
+}
+
+}  // namespace strata::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle

@@ -1,0 +1,190 @@
+// Quantized matvec/matmul on every SIMD target against (a) the scalar twin, which runs the same
+// integer algorithm on the same quantized activations, tightly, and (b) the dequantize-then-dot
+// product with f32 activations, within the activation-quantization error bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/fp16.h"
+#include "for_each_target.h"
+#include "kernels/matmul.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quantize_act.h"
+#include "kernels/reference/dequantize_ref.h"
+#include "kernels/reference/dot_ref.h"
+
+namespace strata::kernels {
+namespace {
+
+// Random bytes everywhere (every bit pattern of qs/qh/hmask/scales is a valid block), with the
+// f16 scales overwritten by finite values of a realistic size.
+std::vector<uint8_t> random_rows(DType type, size_t rows, size_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(row_bytes(type, cols) * rows);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  const size_t block_bytes = traits(type).type_size;
+  auto put_half = [&](size_t offset, float v) {
+    const uint16_t h = fp32_to_fp16(v);
+    for (size_t i = 0; i < bytes.size(); i += block_bytes) std::memcpy(&bytes[i + offset], &h, 2);
+  };
+  // Offsets of the f16 fields in each block struct; each block gets its own random value.
+  std::vector<size_t> half_offsets;
+  switch (type) {
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kQ8_0:
+      half_offsets = {offsetof(BlockQ4_0, d)};
+      break;
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+      half_offsets = {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)};
+      break;
+    case DType::kQ2_K:
+      half_offsets = {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+      break;
+    case DType::kQ3_K:
+      half_offsets = {offsetof(BlockQ3_K, d)};
+      break;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+      half_offsets = {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+      break;
+    case DType::kQ6_K:
+      half_offsets = {offsetof(BlockQ6_K, d)};
+      break;
+    default:
+      break;
+  }
+  (void)put_half;
+  for (size_t i = 0; i < bytes.size(); i += block_bytes) {
+    for (size_t off : half_offsets) {
+      // Q4_1/Q5_1 mins are signed offsets; the other fields are positive scales.
+      float v = scale(rng);
+      if (off == offsetof(BlockQ4_1, m) && (type == DType::kQ4_1 || type == DType::kQ5_1)) {
+        v = -8 * v;
+      }
+      const uint16_t h = fp32_to_fp16(v);
+      std::memcpy(&bytes[i + off], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> random_activations(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  v[n / 3] = 9.0f;  // an outlier, as real activations have
+  return v;
+}
+
+struct QuantizedActivations {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // what the quantized blocks represent
+};
+
+QuantizedActivations quantize(DType type, const std::vector<float>& x) {
+  const ActivationFormat format = activation_format(type);
+  QuantizedActivations q;
+  q.bytes.resize(activation_row_bytes(format, x.size()));
+  q.values.resize(x.size());
+  if (format == ActivationFormat::kQ8_32) {
+    auto* blocks = reinterpret_cast<ActBlockQ8*>(q.bytes.data());
+    quantize_act_q8(x.data(), blocks, x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      q.values[i] = blocks[i / 32].d * blocks[i / 32].qs[i % 32];
+  } else {
+    auto* blocks = reinterpret_cast<BlockQ8_K*>(q.bytes.data());
+    quantize_act_q8_k(x.data(), blocks, x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      q.values[i] = blocks[i / 256].d * blocks[i / 256].qs[i % 256];
+    }
+  }
+  return q;
+}
+
+// Bound on |dot(w, x) - dot(w, xq)| from quantizing x: each element is off by at most half a
+// step, d / 2 = max|x over its block| / 254, so the error is at most sum_i |w_i| * that.
+double activation_error_bound(const std::vector<float>& w, const std::vector<float>& x,
+                              size_t block) {
+  double bound = 0;
+  for (size_t b = 0; b < x.size(); b += block) {
+    double amax = 0, wsum = 0;
+    for (size_t i = b; i < b + block; ++i) {
+      amax = std::max<double>(amax, std::abs(x[i]));
+      wsum += std::abs(w[i]);
+    }
+    bound += wsum * amax / 254.0;
+  }
+  return bound;
+}
+
+const DType kQuantizedTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                                 DType::kQ8_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                                 DType::kQ5_K, DType::kQ6_K};
+
+class QuantizedMatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(QuantizedMatmulTest, MatvecMatchesTwinAndDequantizedReference) {
+  const DType type = GetParam();
+  ASSERT_TRUE(supports_weight_type(type));
+  const size_t block = activation_format(type) == ActivationFormat::kQ8_K ? 256 : 32;
+  ThreadPool pool(2);
+  for (auto [rows, cols] : {std::pair<size_t, size_t>{1, 256}, {37, 768}, {70, 1280}}) {
+    const std::vector<uint8_t> w = random_rows(type, rows, cols, 100 + rows);
+    const std::vector<float> x = random_activations(cols, 200 + rows);
+    const QuantizedActivations xq = quantize(type, x);
+    const size_t stride = row_bytes(type, cols);
+    for_each_simd_target([&] {
+      std::vector<float> y(rows);
+      matvec(type, w.data(), rows, cols, x.data(), y.data(), pool);
+      for (size_t r = 0; r < rows; ++r) {
+        const uint8_t* row = w.data() + r * stride;
+        std::vector<float> wr(cols);
+        reference::dequantize_row_ref(type, row, wr.data(), cols);
+        double magnitude = 0;
+        for (size_t c = 0; c < cols; ++c) magnitude += std::abs(double(wr[c]) * xq.values[c]);
+        // (a) Same integer sums; only the order of f32 additions may differ.
+        const float twin = reference::dot_quantized_ref(type, row, xq.bytes.data(), cols);
+        ASSERT_NEAR(y[r], twin, 1e-5 * magnitude + 1e-6) << dtype_name(type) << " row " << r;
+        // (b) The exact product with f32 activations, within the quantization bound.
+        const double exact = reference::dot_dequantized_ref(type, row, x.data(), cols);
+        const double bound = activation_error_bound(wr, x, block) + 1e-5 * magnitude + 1e-6;
+        ASSERT_NEAR(y[r], exact, bound) << dtype_name(type) << " row " << r;
+      }
+    });
+  }
+}
+
+TEST_P(QuantizedMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatter) {
+  const DType type = GetParam();
+  const size_t rows = 45, cols = 512, n_tokens = 7;  // 7 tokens: a full tile of 4 plus 3
+  const std::vector<uint8_t> w = random_rows(type, rows, cols, 7);
+  const std::vector<float> x = random_activations(cols * n_tokens, 8);
+  ThreadPool pool1(1), pool2(2);
+  for_each_simd_target([&] {
+    std::vector<float> y(rows * n_tokens), y1(rows * n_tokens);
+    matmul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool2);
+    matmul(type, w.data(), rows, cols, x.data(), n_tokens, y1.data(), pool1);
+    EXPECT_EQ(y, y1);
+    for (size_t t = 0; t < n_tokens; ++t) {
+      std::vector<float> yt(rows);
+      matvec(type, w.data(), rows, cols, x.data() + t * cols, yt.data(), pool2);
+      for (size_t r = 0; r < rows; ++r) {
+        ASSERT_NEAR(yt[r], y[t * rows + r], 1e-6 * (std::abs(yt[r]) + 1e-3))
+            << dtype_name(type) << " token " << t << " row " << r;
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantizedMatmulTest, ::testing::ValuesIn(kQuantizedTypes),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace strata::kernels
