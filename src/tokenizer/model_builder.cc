@@ -124,8 +124,9 @@ Result<std::unique_ptr<Tokenizer::Model>> build_model(VocabSpec spec) {
     }
   } else if (spec.model == "gpt2" || spec.model == "gemma4") {
     model->algorithm = Algorithm::kBytePairEncoding;
-    std::string pre_name = spec.pre;
-    if (spec.model == "gemma4" && pre_name.empty()) pre_name = "gemma4";
+    // llama.cpp ignores tokenizer.ggml.pre for the gemma4 model: it is always "gemma4".
+    const std::string pre_name = spec.model == "gemma4" ? "gemma4" : spec.pre;
+    model->pre_name = pre_name.empty() ? "default" : pre_name;
     STRATA_ASSIGN_OR_RETURN(PreTokenizerRecipe recipe, find_pre_tokenizer_recipe(pre_name));
     STRATA_ASSIGN_OR_RETURN(model->pre, PreTokenizer::compile(recipe.patterns));
     model->byte_encode = recipe.byte_encode;

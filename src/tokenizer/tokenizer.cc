@@ -196,18 +196,26 @@ std::string Tokenizer::token_to_piece(TokenId id, bool render_special) const {
 std::string Tokenizer::decode(std::span<const TokenId> ids, bool render_special) const {
   const Model& model = *model_;
   std::string out;
-  // Which piece loses its leading space: the one after a leading BOS for SentencePiece (undoing
-  // the dummy prefix that encode added after BOS), the first one for WordPiece.
+  // Which piece loses its leading space: the one right after a leading BOS for SentencePiece
+  // (undoing the dummy prefix encode added after BOS), the first non-empty one for WordPiece
+  // (whose word-initial pieces all start with U+2581).
   size_t strip_index = ids.size();
+  const bool wordpiece = model.algorithm == Algorithm::kWordPiece;
   if (model.algorithm == Algorithm::kSentencePiece && model.add_space_prefix && ids.size() > 1 &&
       model.bos >= 0 && ids[0] == model.bos) {
     strip_index = 1;
-  } else if (model.algorithm == Algorithm::kWordPiece) {
+  } else if (wordpiece) {
     strip_index = 0;
   }
   for (size_t i = 0; i < ids.size(); ++i) {
     std::string piece = token_to_piece(ids[i], render_special);
-    if (i == strip_index && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+    if (i == strip_index) {
+      if (wordpiece && piece.empty()) {
+        ++strip_index;
+      } else if (!piece.empty() && piece[0] == ' ') {
+        piece.erase(0, 1);
+      }
+    }
     out += piece;
   }
   return out;

@@ -134,6 +134,30 @@ TEST(BytePairEncoding, EqualRanksMergeLeftMostAndWordsStaySeparate) {
   EXPECT_EQ(tokenizer->decode(tokenizer->encode("aa aa\n\xFF", false, false)), "aa aa\n\xFF");
 }
 
+TEST(BytePairEncoding, Gemma4RunsOnRawUtf8WithEscapedSpaces) {
+  VocabSpec spec;
+  spec.model = "gemma4";
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    spec.tokens.push_back(name);
+    spec.types.push_back(TokenType::kByte);
+  }
+  for (const std::string& token : {kSpace, std::string("a"), std::string("b"), kSpace + "a"}) {
+    spec.tokens.push_back(token);
+    spec.types.push_back(TokenType::kNormal);
+  }
+  spec.merges = {kSpace + " a"};
+  auto tokenizer = build(std::move(spec));
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_EQ(tokenizer->pre_name(), "gemma4");
+  // "a b" -> "a▁b": no merge applies; " a" -> "▁a" merges; "é" falls back to its bytes.
+  EXPECT_EQ(tokenizer->encode("a b", false, false), (std::vector<TokenId>{257, 256, 258}));
+  EXPECT_EQ(tokenizer->encode(" a\n\n", false, false), (std::vector<TokenId>{259, 0x0A, 0x0A}));
+  EXPECT_EQ(tokenizer->encode("\xC3\xA9", false, false), (std::vector<TokenId>{0xC3, 0xA9}));
+  EXPECT_EQ(tokenizer->decode(tokenizer->encode(" a b\n\xC3\xA9", false, false)), " a b\n\xC3\xA9");
+}
+
 TEST(BytePairEncoding, RejectsUnknownPreTokenizerAndBadMerges) {
   VocabSpec spec = bpe_spec({}, {});
   spec.pre = "no-such-pre";
@@ -153,6 +177,34 @@ TEST(BytePairEncoding, RejectsUnknownPreTokenizerAndBadMerges) {
   VocabSpec other = bpe_spec({}, {});
   other.model = "rwkv";
   EXPECT_FALSE(Tokenizer::from_spec(other).ok());
+}
+
+TEST(WordPiece, NormalizesSplitsAndMatchesLongestPieces) {
+  VocabSpec spec;
+  spec.model = "bert";
+  spec.tokens = {"[PAD]",          "[UNK]",       "[CLS]",      "[SEP]",       kSpace + "hello",
+                 kSpace + "world", kSpace + "!",  kSpace + ",", kSpace + "un", "aff",
+                 "able",           kSpace + "ap", "fel",        kSpace + "中", kSpace + "unaff"};
+  spec.types.assign(spec.tokens.size(), TokenType::kNormal);
+  for (int i = 0; i < 4; ++i) spec.types[i] = TokenType::kControl;
+  spec.unk = 1;
+  spec.bos = 2;
+  spec.sep = 3;
+  auto tokenizer = build(std::move(spec));
+  ASSERT_NE(tokenizer, nullptr);
+  // Lower-cased, punctuation split off, whitespace (incl. tab and NBSP) separates words.
+  EXPECT_EQ(tokenizer->encode("Hello,\tWORLD\xC2\xA0!", false, false),
+            (std::vector<TokenId>{4, 7, 5, 6}));
+  // Greedy longest match: ▁unaff + able (not ▁un + aff + able).
+  EXPECT_EQ(tokenizer->encode("unaffable", false, false), (std::vector<TokenId>{14, 10}));
+  // Accents stripped (Ä -> a); a word that cannot be matched to the end is one [UNK].
+  EXPECT_EQ(tokenizer->encode("Äpfel xyz", false, false), (std::vector<TokenId>{11, 12, 1}));
+  // Every CJK ideograph is a word of its own; control characters vanish.
+  EXPECT_EQ(tokenizer->encode("中\x01中文", false, false), (std::vector<TokenId>{13, 13, 1}));
+  EXPECT_EQ(tokenizer->encode(" \n ", false, false), (std::vector<TokenId>{}));
+  const std::vector<TokenId> ids = tokenizer->encode("Hello, world!", true, false);
+  EXPECT_EQ(ids, (std::vector<TokenId>{2, 4, 7, 5, 6, 3}));
+  EXPECT_EQ(tokenizer->decode(ids), "hello , world !");
 }
 
 TEST(Robustness, ArbitraryBytesRoundTripThroughByteLevelAndByteFallback) {
