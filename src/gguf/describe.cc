@@ -100,11 +100,13 @@ std::string describe_text(const File& file, const DescribeOptions& options) {
     tensor_bytes += t.n_bytes;
     tensor_elements += t.n_elements;
   }
-  std::string out =
-      "GGUF v" + std::to_string(file.version()) + ", " + std::to_string(file.metadata().size()) +
-      " metadata keys, " + std::to_string(file.tensors().size()) + " tensors, alignment " +
-      std::to_string(file.alignment()) + ", data at offset " + std::to_string(file.data_offset()) +
-      ", file size " + std::to_string(file.image().size()) + " bytes\n";
+  std::string out = "GGUF v" + std::to_string(file.version()) + ", " +
+                    std::to_string(file.metadata().size()) + " metadata keys, " +
+                    std::to_string(file.tensors().size()) + " tensors, alignment " +
+                    std::to_string(file.alignment()) + ", ";
+  // A file without tensors has no data section (vocab-only files end after their metadata).
+  if (!file.tensors().empty()) out += "data at offset " + std::to_string(file.data_offset()) + ", ";
+  out += "file size " + std::to_string(file.image().size()) + " bytes\n";
   out += "metadata:\n";
   for (const auto& [key, value] : file.metadata()) {
     out += "  ";

@@ -22,6 +22,11 @@ namespace {
 // + n_dimensions (4) + type (4) + offset (8).
 constexpr uint64_t kMinKvBytes = 13;
 constexpr uint64_t kMinTensorInfoBytes = 24;
+// Parsed values cost ~50 bytes each however few bytes encode them, so their number is capped
+// (largest real vocabularies: ~1.5M values for tokens, scores, types and merges); likewise
+// tensor infos (real models: a few thousand).
+constexpr uint64_t kMaxMetadataValues = uint64_t{1} << 24;
+constexpr uint64_t kMaxTensors = uint64_t{1} << 20;
 
 Error invalid(std::string message) {
   return make_error(ErrorCode::kInvalidFile, std::move(message));
@@ -150,10 +155,22 @@ class Parser {
                      " cannot fit in the remaining " + std::to_string(cur_.remaining()) +
                      " bytes (file truncated or corrupt)");
     }
+    if (kv_count_ > kMaxMetadataValues) {
+      return make_error(ErrorCode::kOutOfRange,
+                        "header: metadata_kv_count " + std::to_string(kv_count_) +
+                            " exceeds strata's limit of " + std::to_string(kMaxMetadataValues) +
+                            " metadata values (file corrupt?)");
+    }
     if (tensor_count_ > cur_.remaining() / kMinTensorInfoBytes) {
       return invalid("header: tensor_count " + std::to_string(tensor_count_) +
                      " cannot fit in the remaining " + std::to_string(cur_.remaining()) +
                      " bytes (file truncated or corrupt)");
+    }
+    if (tensor_count_ > kMaxTensors) {
+      return make_error(ErrorCode::kOutOfRange,
+                        "header: tensor_count " + std::to_string(tensor_count_) +
+                            " exceeds strata's limit of " + std::to_string(kMaxTensors) +
+                            " tensors (file corrupt?)");
     }
     return ok_status();
   }
@@ -176,6 +193,7 @@ class Parser {
     if (min_encoded_bytes(type_id) == 0) {
       return invalid(where + ": unknown value type " + std::to_string(type_id));
     }
+    ++value_count_;  // the array checks below keep this within kMaxMetadataValues
     Value v;
     v.type = static_cast<ValueType>(type_id);
     switch (v.type) {
@@ -271,6 +289,12 @@ class Parser {
                      " elements exceeds remaining " + std::to_string(cur_.remaining()) +
                      " bytes (file truncated or corrupt)");
     }
+    if (count > kMaxMetadataValues - std::min(value_count_, kMaxMetadataValues)) {
+      return make_error(ErrorCode::kOutOfRange,
+                        where + ": array of " + std::to_string(count) +
+                            " elements takes the metadata past strata's limit of " +
+                            std::to_string(kMaxMetadataValues) + " values (file corrupt?)");
+    }
     Array a;
     a.element_type = static_cast<ValueType>(element_type);
     a.values.reserve(static_cast<size_t>(count));
@@ -280,7 +304,8 @@ class Parser {
       if (!element.ok()) {
         const std::string& msg = element.error().message;
         std::string indexed = where + "[" + std::to_string(i) + "]";
-        return invalid(indexed + msg.substr(std::min(msg.size(), where.size())));
+        return make_error(element.error().code,
+                          indexed + msg.substr(std::min(msg.size(), where.size())));
       }
       a.values.push_back(std::move(element).value());
     }
@@ -413,6 +438,7 @@ class Parser {
   Cursor cur_;
   uint64_t tensor_count_ = 0;
   uint64_t kv_count_ = 0;
+  uint64_t value_count_ = 0;  // metadata values parsed so far, array elements included
 };
 
 Result<std::unique_ptr<File>> File::open(const std::string& path, MappedFile::Mode mode) {

@@ -127,6 +127,27 @@ TEST(GgufMalformed, ArrayCountBeyondFile) {
                {"metadata key 'tokenizer.ggml.token_type'", "array of 1000000000000"});
 }
 
+TEST(GgufMalformed, ArrayCountPastValueLimit) {
+  // 2^24 one-byte elements are all present, but would cost ~800 MB parsed: over the limit.
+  GgufBytes b;
+  b.header(0, 1).str("huge").u32(kTypeArray).u32(0).u64(uint64_t{1} << 24);
+  b.fill(size_t{1} << 24, 0);
+  expect_error(b.bytes, ErrorCode::kOutOfRange, {"'huge'", "array of 16777216", "limit"});
+}
+
+TEST(GgufMalformed, NestedArrayCountPastValueLimitKeepsCode) {
+  GgufBytes b;
+  b.header(0, 1).str("huge").u32(kTypeArray).u32(kTypeArray).u64(1);
+  b.u32(0).u64(uint64_t{1} << 24).fill(size_t{1} << 24, 0);
+  expect_error(b.bytes, ErrorCode::kOutOfRange, {"'huge'[0]", "limit"});
+}
+
+TEST(GgufMalformed, TensorCountPastLimit) {
+  GgufBytes b;
+  b.header((uint64_t{1} << 20) + 1, 0).fill(((size_t{1} << 20) + 1) * 24, 0);
+  expect_error(b.bytes, ErrorCode::kOutOfRange, {"tensor_count 1048577", "limit"});
+}
+
 TEST(GgufMalformed, StringArrayCountCheckedAgainstMinimumStringSize) {
   // 100 bytes cannot hold 20 strings: each needs at least its 8-byte length.
   GgufBytes b;
