@@ -3,9 +3,8 @@
 // runaway allocation is a bug; errors returned as Result are expected.
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "tokenizer/jinja/template.h"
 

@@ -516,7 +516,13 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
   if (name == "attr") {
     STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"name"}, 1));
     if (!a[0]->is_string()) return type_error("attr() name must be a string");
-    return interp.get_attr(input, a[0]->as_string());
+    // jinja2's attr filter uses getattr only: dict keys are not attributes.
+    if (input.is_undefined()) return type_error(input.undefined_hint());
+    if (auto method = lookup_method(input, a[0]->as_string())) return *method;
+    if (input.is_namespace())
+      if (const Value* v = input.namespace_dict().find(a[0]->as_string())) return *v;
+    return Value::undefined("'" + std::string(input.type_name()) + " object' has no attribute '" +
+                            a[0]->as_string() + "'");
   }
   if (name == "format") {
     if (!args.keyword.empty())
