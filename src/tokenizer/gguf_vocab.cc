@@ -97,6 +97,20 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const gguf::File& file) 
   spec.add_eos = file.get_bool("tokenizer.ggml.add_eos_token");
   if (!spec.add_eos) spec.add_eos = file.get_bool("tokenizer.ggml.add_sep_token");
   spec.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix");
+  spec.remove_extra_whitespaces = file.get_bool("tokenizer.ggml.remove_extra_whitespaces");
+  STRATA_ASSIGN_OR_RETURN(const gguf::Array* charsmap,
+                          find_array(file, "tokenizer.ggml.precompiled_charsmap", false));
+  if (charsmap != nullptr) {
+    spec.precompiled_charsmap.reserve(charsmap->values.size());
+    for (const gguf::Value& value : charsmap->values) {
+      const std::optional<int64_t> byte = value.as_int();
+      if (!byte || *byte < -128 || *byte > 255) {
+        return make_error(ErrorCode::kInvalidFile,
+                          "tokenizer.ggml.precompiled_charsmap holds a value that is not a byte");
+      }
+      spec.precompiled_charsmap.push_back(static_cast<uint8_t>(*byte));
+    }
+  }
   return from_spec(std::move(spec));
 }
 

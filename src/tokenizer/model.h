@@ -16,7 +16,7 @@
 
 namespace strata::tokenizer {
 
-enum class Algorithm { kSentencePiece, kBytePairEncoding, kWordPiece };
+enum class Algorithm { kSentencePiece, kBytePairEncoding, kWordPiece, kUnigram };
 
 // One BPE merge rule: priority (lower merges first) and the token it produces (-1 if the merged
 // text is not in the vocabulary).
@@ -62,6 +62,13 @@ struct Tokenizer::Model {
   std::array<std::vector<uint32_t>, 256> user_defined_by_first_byte;
   std::unordered_set<TokenId> end_of_generation;
 
+  // Unigram (T5): sentencepiece's precompiled_charsmap split into its XOR-compressed compact
+  // double array and the pool of NUL-terminated replacements; whitespace options.
+  std::vector<uint32_t> charsmap_units;
+  std::string charsmap_replacements;
+  bool remove_extra_whitespaces = false;
+  double unknown_score = 0;  // lowest normal-token score minus 10 (sentencepiece's penalty)
+
   TokenId find(std::string_view text) const {
     auto it = text_to_id.find(text);
     return it == text_to_id.end() ? -1 : it->second;
@@ -76,6 +83,11 @@ void encode_sentencepiece(const Tokenizer::Model& model, std::string_view text,
 void encode_bpe(const Tokenizer::Model& model, std::string_view text, std::vector<TokenId>* out);
 void encode_wordpiece(const Tokenizer::Model& model, std::string_view text,
                       std::vector<TokenId>* out);
+void encode_unigram(const Tokenizer::Model& model, std::string_view text,
+                    std::vector<TokenId>* out);
+
+// Splits tokenizer.ggml.precompiled_charsmap into model->charsmap_*; an error if it is malformed.
+Status load_charsmap(const std::vector<uint8_t>& charsmap, Tokenizer::Model* model);
 
 // Builds the lookup tables from a spec; fails on inconsistent arrays or unknown model kinds.
 Result<std::unique_ptr<Tokenizer::Model>> build_model(VocabSpec spec);

@@ -145,11 +145,25 @@ Result<std::unique_ptr<Tokenizer::Model>> build_model(VocabSpec spec) {
     model->add_bos = true;  // [CLS] ... [SEP]
     model->add_eos = true;
     if (model->eos < 0) model->eos = model->sep;
+  } else if (spec.model == "t5") {
+    model->algorithm = Algorithm::kUnigram;
+    model->add_eos = true;  // T5 ends every input with </s>
+    model->add_space_prefix = true;
+    model->remove_extra_whitespaces = spec.remove_extra_whitespaces.value_or(false);
+    float min_score = 0;
+    bool any_normal = false;
+    for (size_t i = 0; i < n; ++i) {
+      if (model->types[i] != TokenType::kNormal || model->scores.empty()) continue;
+      min_score = any_normal ? std::min(min_score, model->scores[i]) : model->scores[i];
+      any_normal = true;
+    }
+    model->unknown_score = static_cast<double>(min_score) - 10.0;
+    STRATA_RETURN_IF_ERROR(load_charsmap(spec.precompiled_charsmap, model.get()));
   } else {
     return make_error(ErrorCode::kUnsupported,
                       "tokenizer model '" + spec.model +
-                          "' (tokenizer.ggml.model) is not supported; strata reads llama, gpt2 "
-                          "and bert vocabularies");
+                          "' (tokenizer.ggml.model) is not supported; strata reads llama, gpt2, "
+                          "gemma4, bert and t5 vocabularies");
   }
   if (spec.add_bos) model->add_bos = *spec.add_bos;
   if (spec.add_eos) model->add_eos = *spec.add_eos;

@@ -151,6 +151,9 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
       case Algorithm::kWordPiece:
         encode_wordpiece(model, run, &out);
         break;
+      case Algorithm::kUnigram:
+        encode_unigram(model, run, &out);
+        break;
     }
     previous_was_special = false;
   }
@@ -189,6 +192,8 @@ std::string Tokenizer::token_to_piece(TokenId id, bool render_special) const {
     case Algorithm::kWordPiece:
       // Word-initial pieces carry U+2581; continuation pieces (## stripped by the converter) join.
       return unescape_spaces(text);
+    case Algorithm::kUnigram:
+      return unescape_spaces(text);
   }
   return text;
 }
@@ -197,13 +202,16 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool render_special)
   const Model& model = *model_;
   std::string out;
   // Which piece loses its leading space: the one right after a leading BOS for SentencePiece
-  // (undoing the dummy prefix encode added after BOS), the first non-empty one for WordPiece
-  // (whose word-initial pieces all start with U+2581).
+  // (undoing the dummy prefix encode added after BOS), the first one for Unigram, the first
+  // non-empty one for WordPiece (whose word-initial pieces all start with U+2581).
   size_t strip_index = ids.size();
   const bool wordpiece = model.algorithm == Algorithm::kWordPiece;
-  if (model.algorithm == Algorithm::kSentencePiece && model.add_space_prefix && ids.size() > 1 &&
-      model.bos >= 0 && ids[0] == model.bos) {
+  const bool starts_with_bos = !ids.empty() && model.bos >= 0 && ids[0] == model.bos;
+  if (model.algorithm == Algorithm::kSentencePiece && model.add_space_prefix && starts_with_bos) {
     strip_index = 1;
+  } else if (model.algorithm == Algorithm::kUnigram && model.add_space_prefix) {
+    // Unigram vocabularies (T5) have no BOS; llama.cpp drops the first piece's dummy prefix.
+    strip_index = starts_with_bos ? 1 : 0;
   } else if (wordpiece) {
     strip_index = 0;
   }

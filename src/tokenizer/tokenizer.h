@@ -1,6 +1,6 @@
 // Text <-> token ids for the vocabularies GGUF files carry (tokenizer.ggml.*):
 //   llama -> SentencePiece (score-driven merges, byte fallback), gpt2 -> byte-level BPE with a
-//   regex pre-tokenizer chosen by tokenizer.ggml.pre, bert -> WordPiece.
+//   regex pre-tokenizer chosen by tokenizer.ggml.pre, bert -> WordPiece, t5 -> Unigram.
 // Results match llama.cpp, whose vocab tests compare against Hugging Face `transformers`.
 #pragma once
 
@@ -36,7 +36,7 @@ enum class TokenType {
 // A vocabulary as GGUF stores it, for building a Tokenizer without a file (tests, converters).
 // Optional fields left empty take llama.cpp's defaults for the model kind.
 struct VocabSpec {
-  std::string model;  // tokenizer.ggml.model: "llama", "gpt2", "bert"
+  std::string model;  // tokenizer.ggml.model: "llama", "gpt2", "gemma4", "bert", "t5"
   std::string pre;    // tokenizer.ggml.pre; empty when absent ("default")
   std::vector<std::string> tokens;
   std::vector<float> scores;        // SentencePiece piece scores; empty = all 0
@@ -44,6 +44,9 @@ struct VocabSpec {
   std::vector<std::string> merges;  // BPE: "left right", highest priority first
   TokenId bos = -1, eos = -1, unk = -1, sep = -1, pad = -1, eot = -1, eom = -1;
   std::optional<bool> add_bos, add_eos, add_space_prefix;
+  // Unigram (t5) only: tokenizer.ggml.precompiled_charsmap and remove_extra_whitespaces.
+  std::vector<uint8_t> precompiled_charsmap;
+  std::optional<bool> remove_extra_whitespaces;
 };
 
 class Tokenizer {  // immutable after load; thread-safe for concurrent encode/decode
@@ -73,7 +76,7 @@ class Tokenizer {  // immutable after load; thread-safe for concurrent encode/de
   bool is_eog(TokenId id) const;  // end of generation: eos, eot, eom, <|im_end|>, <|eot_id|>, ...
   TokenType token_type(TokenId id) const;           // kUnused for out-of-range ids
   const std::string& token_text(TokenId id) const;  // as stored; "" for out-of-range ids
-  std::string_view model_name() const;              // "llama", "gpt2", "bert"
+  std::string_view model_name() const;              // "llama", "gpt2", "bert", "t5"
   std::string_view pre_name() const;                // tokenizer.ggml.pre, "default" when absent
 
   struct Model;  // vocabulary tables and the encoder chosen for it

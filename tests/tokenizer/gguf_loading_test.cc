@@ -123,7 +123,7 @@ TEST(GgufLoading, MalformedMetadataIsAnError) {
        [](gguf::Writer* w) { w->set("tokenizer.ggml.token_type", Value::int32_array({1})); },
        ErrorCode::kInvalidFile},
       {"unknown model",
-       [](gguf::Writer* w) { w->set("tokenizer.ggml.model", Value::string("t5")); },
+       [](gguf::Writer* w) { w->set("tokenizer.ggml.model", Value::string("rwkv")); },
        ErrorCode::kUnsupported},
       {"unknown pre",
        [](gguf::Writer* w) {
