@@ -54,22 +54,25 @@ std::string mixed_text(size_t target_bytes) {
   return text;
 }
 
-void BM_Encode(benchmark::State& state, const std::string& vocab) {
+std::unique_ptr<Tokenizer> load(benchmark::State& state, const std::string& vocab) {
   const std::string path = "../shared/testdata/vocab/ggml-vocab-" + vocab + ".gguf";
   auto file = gguf::File::open(path);
   if (!file.ok()) {
     state.SkipWithError((path + ": " + file.error().message).c_str());
-    return;
+    return nullptr;
   }
   auto tokenizer = Tokenizer::from_gguf(**file);
   if (!tokenizer.ok()) {
     state.SkipWithError(tokenizer.error().message.c_str());
-    return;
+    return nullptr;
   }
-  const std::string text = mixed_text(1 << 20);
+  return std::move(*tokenizer);
+}
+
+void run_encode(benchmark::State& state, const Tokenizer& tokenizer, const std::string& text) {
   size_t n_tokens = 0;
   for (auto _ : state) {
-    std::vector<TokenId> ids = (*tokenizer)->encode(text, false, false);
+    std::vector<TokenId> ids = tokenizer.encode(text, false, false);
     n_tokens = ids.size();
     benchmark::DoNotOptimize(ids.data());
   }
@@ -77,10 +80,33 @@ void BM_Encode(benchmark::State& state, const std::string& vocab) {
   state.counters["tokens"] = static_cast<double>(n_tokens);
 }
 
+void BM_Encode(benchmark::State& state, const std::string& vocab) {
+  auto tokenizer = load(state, vocab);
+  if (tokenizer) run_encode(state, *tokenizer, mixed_text(1 << 20));
+}
+
+// 256 KiB of one repeated character: a single huge pre-token (or SentencePiece word), which
+// must stay O(n log n) rather than O(n^2).
+void BM_EncodeLongRun(benchmark::State& state, const std::string& vocab) {
+  static const char kRuns[] = {'a', ' ', '\n', '7'};
+  auto tokenizer = load(state, vocab);
+  if (tokenizer) run_encode(state, *tokenizer, std::string(256 << 10, kRuns[state.range(0)]));
+}
+
 BENCHMARK_CAPTURE(BM_Encode, gpt2, std::string("gpt-2"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Encode, deepseek_llm, std::string("deepseek-llm"))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Encode, llama_spm, std::string("llama-spm"))->Unit(benchmark::kMillisecond);
+// Args: 0 = 'a', 1 = ' ', 2 = '\n', 3 = '7'.
+BENCHMARK_CAPTURE(BM_EncodeLongRun, gpt2, std::string("gpt-2"))
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EncodeLongRun, deepseek_llm, std::string("deepseek-llm"))
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EncodeLongRun, llama_spm, std::string("llama-spm"))
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace strata::tokenizer
