@@ -1,9 +1,9 @@
 // The Python behaviours templates rely on: float/str repr, json.dumps formatting, str methods.
 // Expected values are Python 3.11's documented outputs for the same inputs.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "tokenizer/jinja/json_dump.h"
 #include "tokenizer/jinja/py_string.h"
@@ -41,7 +41,8 @@ TEST(PyStringRepr, QuotesAndEscapesLikePython) {
 }
 
 TEST(JsonDumps, DefaultSeparatorsKeepOrderAndUnicode) {
-  auto v = Value::from_json(nlohmann::ordered_json::parse(R"({"z": 1, "a": [1.0, true, null, "\u00e9\u001f"]})"));
+  auto v = Value::from_json(
+      nlohmann::ordered_json::parse(R"({"z": 1, "a": [1.0, true, null, "\u00e9\u001f"]})"));
   ASSERT_TRUE(v.ok());
   auto text = json_dumps(*v, JsonDumpOptions{});
   ASSERT_TRUE(text.ok());
@@ -49,14 +50,17 @@ TEST(JsonDumps, DefaultSeparatorsKeepOrderAndUnicode) {
 }
 
 TEST(JsonDumps, IndentMatchesPython) {
-  auto v = Value::from_json(nlohmann::ordered_json::parse(R"({"a": [1, {"b": []}, {}], "c": "x"})"));
+  auto v =
+      Value::from_json(nlohmann::ordered_json::parse(R"({"a": [1, {"b": []}, {}], "c": "x"})"));
   ASSERT_TRUE(v.ok());
   JsonDumpOptions options;
   options.indent = "  ";
   options.item_separator = ",";
   auto text = json_dumps(*v, options);
   ASSERT_TRUE(text.ok());
-  EXPECT_EQ(*text, "{\n  \"a\": [\n    1,\n    {\n      \"b\": []\n    },\n    {}\n  ],\n  \"c\": \"x\"\n}");
+  EXPECT_EQ(
+      *text,
+      "{\n  \"a\": [\n    1,\n    {\n      \"b\": []\n    },\n    {}\n  ],\n  \"c\": \"x\"\n}");
 }
 
 TEST(JsonDumps, EnsureAsciiUsesSurrogatePairs) {
@@ -100,7 +104,8 @@ TEST(PyEquality, NumbersCompareAcrossTypesContainersElementwise) {
 TEST(ContextOrder, DictIterationAndTojsonKeepInsertionOrder) {
   auto tmpl = Template::parse("{% for k in d %}{{ k }}{% endfor %} {{ d | tojson }} {{ d }}");
   ASSERT_TRUE(tmpl.ok());
-  auto out = tmpl->render(nlohmann::ordered_json::parse(R"({"d": {"z": 1, "a": 2}})"), RenderOptions{});
+  auto out =
+      tmpl->render(nlohmann::ordered_json::parse(R"({"d": {"z": 1, "a": 2}})"), RenderOptions{});
   ASSERT_TRUE(out.ok()) << out.error().message;
   EXPECT_EQ(*out, "za {\"z\": 1, \"a\": 2} {'z': 1, 'a': 2}");
 }
