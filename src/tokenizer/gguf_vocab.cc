@@ -56,6 +56,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const gguf::File& file) 
   }
   spec.model = *model;
   spec.pre = file.get_string("tokenizer.ggml.pre").value_or("");
+  spec.name = file.get_string("general.name").value_or("");
+  spec.architecture = file.get_string("general.architecture").value_or("");
   STRATA_RETURN_IF_ERROR(read_strings(file, "tokenizer.ggml.tokens", true, &spec.tokens));
   STRATA_RETURN_IF_ERROR(read_strings(file, "tokenizer.ggml.merges", false, &spec.merges));
 

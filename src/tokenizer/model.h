@@ -61,6 +61,10 @@ struct Tokenizer::Model {
   std::array<std::vector<uint32_t>, 256> special_by_first_byte;
   std::array<std::vector<uint32_t>, 256> user_defined_by_first_byte;
   std::unordered_set<TokenId> end_of_generation;
+  // Per token: kStripLeft / kStripRight remove ASCII whitespace before / after the token where it
+  // is split out of the text (HF added-token lstrip / rstrip).
+  static constexpr uint8_t kStripLeft = 1, kStripRight = 2;
+  std::vector<uint8_t> strip;
 
   // Unigram (T5): sentencepiece's precompiled_charsmap split into its XOR-compressed compact
   // double array and the pool of NUL-terminated replacements; whitespace options.

@@ -1,6 +1,7 @@
 // Builds a Tokenizer::Model from a VocabSpec, applying llama.cpp's per-model defaults
 // (llama_vocab::impl::load) where the GGUF leaves a key out.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -53,6 +54,41 @@ Status build_merges(const std::vector<std::string>& merges, Tokenizer::Model* mo
     model->merges.emplace(key, MergeRule{static_cast<int32_t>(rank), model->find(joined)});
   }
   return ok_status();
+}
+
+bool contains_any(std::string_view text, std::initializer_list<std::string_view> needles) {
+  for (std::string_view needle : needles) {
+    if (text.find(needle) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// The lstrip/rstrip attributes llama.cpp assigns by model name (GGUF does not store them).
+void set_strip_attributes(const VocabSpec& spec, Tokenizer::Model* model) {
+  model->strip.assign(model->tokens.size(), 0);
+  auto set = [&](std::string_view text, uint8_t flag, bool on) {
+    const TokenId id = model->find(text);
+    if (id < 0) return;
+    if (on) {
+      model->strip[id] |= flag;
+    } else {
+      model->strip[id] &= static_cast<uint8_t>(~flag);
+    }
+  };
+  std::string name = spec.name;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (contains_any(spec.pre, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) ||
+      contains_any(spec.architecture, {"nomic-bert-moe", "jina-bert-v3"})) {
+    set("<mask>", Tokenizer::Model::kStripLeft, true);
+  } else if (contains_any(name, {"phi-3", "phi3"})) {
+    for (TokenId id : model->special_by_length) model->strip[id] |= Tokenizer::Model::kStripRight;
+    set("</s>", Tokenizer::Model::kStripRight, true);
+    for (std::string_view text : {"<unk>", "<s>", "<|endoftext|>"}) {
+      set(text, Tokenizer::Model::kStripRight, false);
+    }
+  } else if (contains_any(name, {"modern-bert"})) {
+    set("[MASK]", Tokenizer::Model::kStripLeft, true);
+  }
 }
 
 }  // namespace
@@ -189,6 +225,8 @@ Result<std::unique_ptr<Tokenizer::Model>> build_model(VocabSpec spec) {
       model->user_defined_by_first_byte[first].push_back(static_cast<uint32_t>(rank));
     }
   }
+
+  set_strip_attributes(spec, model.get());
 
   for (TokenId id : {model->eos, model->eot, model->eom}) {
     if (id >= 0) model->end_of_generation.insert(id);

@@ -56,14 +56,29 @@ std::vector<Fragment> split_special(const Tokenizer::Model& model, std::string_v
   std::sort(specials.begin(), specials.end(),
             [](const Fragment& a, const Fragment& b) { return a.begin < b.begin; });
 
+  // Plain text between the tokens, less the whitespace that lstrip / rstrip tokens swallow
+  // (C isspace: space, \t, \n, \v, \f, \r).
+  auto is_space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
   std::vector<Fragment> fragments;
   size_t pos = 0;
+  bool strip_next = false;
+  auto add_text = [&](size_t begin, size_t end, bool strip_end) {
+    if (strip_next) {
+      while (begin < end && is_space(text[begin])) ++begin;
+    }
+    if (strip_end) {
+      while (end > begin && is_space(text[end - 1])) --end;
+    }
+    if (end > begin) fragments.push_back(Fragment{begin, end, -1});
+  };
   for (const Fragment& special : specials) {
-    if (special.begin > pos) fragments.push_back(Fragment{pos, special.begin, -1});
+    const uint8_t strip = model.strip[static_cast<size_t>(special.token)];
+    add_text(pos, special.begin, (strip & Tokenizer::Model::kStripLeft) != 0);
     fragments.push_back(special);
     pos = special.end;
+    strip_next = (strip & Tokenizer::Model::kStripRight) != 0;
   }
-  if (pos < text.size()) fragments.push_back(Fragment{pos, text.size(), -1});
+  add_text(pos, text.size(), false);
   return fragments;
 }
 

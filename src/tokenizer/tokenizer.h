@@ -44,6 +44,10 @@ struct VocabSpec {
   std::vector<std::string> merges;  // BPE: "left right", highest priority first
   TokenId bos = -1, eos = -1, unk = -1, sep = -1, pad = -1, eot = -1, eom = -1;
   std::optional<bool> add_bos, add_eos, add_space_prefix;
+  // general.name and general.architecture: llama.cpp keys a few token attributes on them
+  // (Phi-3's special tokens swallow the whitespace after them; some BERTs' <mask> the one before).
+  std::string name;
+  std::string architecture;
   // Unigram (t5) only: tokenizer.ggml.precompiled_charsmap and remove_extra_whitespaces.
   std::vector<uint8_t> precompiled_charsmap;
   std::optional<bool> remove_extra_whitespaces;

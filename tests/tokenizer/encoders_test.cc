@@ -103,6 +103,33 @@ TEST(SpecialTokens, LongerTokenWinsOverEarlierOverlappingOne) {
             (std::vector<TokenId>{spm_piece(1), spm_piece(1)}));
 }
 
+TEST(SpecialTokens, Phi3SpecialTokensSwallowFollowingWhitespace) {
+  // llama.cpp gives Phi-3's special tokens (chosen by general.name) rstrip, except <s>, <unk>
+  // and <|endoftext|>, so the newline after <|user|> disappears.
+  auto make = [](const std::string& name) {
+    VocabSpec spec =
+        spm_spec({kSpace, "H", "i", kSpace + "H", "<|user|>", "<|end|>"}, {-1, -2, -2, -1, 0, 0});
+    spec.types[spm_piece(4)] = TokenType::kControl;
+    spec.types[spm_piece(5)] = TokenType::kControl;
+    spec.name = name;
+    return build(std::move(spec));
+  };
+  auto phi3 = make("Phi-3 mini");
+  auto other = make("Other");
+  ASSERT_NE(phi3, nullptr);
+  ASSERT_NE(other, nullptr);
+  const std::vector<TokenId> expected = {spm_piece(4), spm_piece(3), spm_piece(2), spm_piece(5)};
+  EXPECT_EQ(phi3->encode("<|user|>\n Hi<|end|>", false, true), expected);
+  EXPECT_EQ(other->encode("<|user|>Hi<|end|>", false, true), expected);
+  // Without the attribute the newline stays (as a byte token after the dummy-prefix ▁).
+  EXPECT_EQ(other->encode("<|user|>\nHi<|end|>", false, true),
+            (std::vector<TokenId>{spm_piece(4), spm_piece(0), 3 + '\n', spm_piece(1), spm_piece(2),
+                                  spm_piece(5)}));
+  // The BOS text keeps following whitespace.
+  EXPECT_EQ(phi3->encode("<s> Hi", false, true),
+            (std::vector<TokenId>{1, spm_piece(0), spm_piece(3), spm_piece(2)}));
+}
+
 // Byte-level BPE spec: the 256 GPT-2 alphabet characters (id = byte), then `extra` tokens.
 VocabSpec bpe_spec(const std::vector<std::string>& extra, const std::vector<std::string>& merges) {
   VocabSpec spec;

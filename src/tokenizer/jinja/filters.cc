@@ -128,18 +128,24 @@ Result<Value> filter_indent(Interpreter& interp, const Value& input, const CallA
 // jinja2 do_title: words start after runs of whitespace, '-', '(', '{', '[' or '<'.
 std::string jinja_title(const std::string& s) {
   std::string out;
-  bool at_start = true;
-  for (char c : s) {
-    bool sep = py_is_space_ascii(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
-    if (sep) {
+  size_t i = 0;
+  while (i < s.size()) {
+    char c = s[i];
+    if (py_is_space_ascii(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<') {
       out += c;
-      at_start = true;
-    } else if (at_start) {
-      out += py_upper(std::string(1, c));
-      at_start = false;
-    } else {
-      out += py_lower(std::string(1, c));
+      ++i;
+      continue;
     }
+    size_t end = i;
+    while (end < s.size() && !(py_is_space_ascii(s[end]) || s[end] == '-' || s[end] == '(' || s[end] == '{' ||
+                               s[end] == '[' || s[end] == '<'))
+      ++end;
+    // item[0].upper() + item[1:].lower()
+    std::string_view word(s.data() + i, end - i);
+    size_t first_len = utf8_offsets(word)[1];
+    out += py_upper(word.substr(0, first_len));
+    out += py_lower(word.substr(first_len));
+    i = end;
   }
   return out;
 }

@@ -434,7 +434,7 @@ Result<Value> Interpreter::call_macro(const Stmt& macro, const std::shared_ptr<F
                  Value::undefined("parameter '" + params[i].name + "' was not provided"));
     }
   }
-  frame->set("varargs", Value::list(std::move(varargs)));
+  frame->set("varargs", Value::list(std::move(varargs), /*is_tuple=*/true));
   frame->set("kwargs", Value::dict(std::move(kwargs)));
   if (caller) frame->set("caller", *caller);
   ++macro_depth_;

@@ -319,41 +319,106 @@ std::string py_replace(std::string_view text, std::string_view old_text, std::st
   return out;
 }
 
-std::string py_upper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  return out;
+namespace {
+
+// Simple (one-to-one) case mappings of the scripts chat text mostly uses: ASCII, Latin-1,
+// Latin Extended-A, Greek, Cyrillic and fullwidth Latin. Other code points map to themselves.
+char32_t lower_cp(char32_t c) {
+  if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+  if ((c >= 0xC0 && c <= 0xDE && c != 0xD7)) return c + 32;
+  if (c >= 0x100 && c <= 0x17F) {
+    if (c == 0x130) return 'i';
+    if (c == 0x178) return 0xFF;
+    bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+    if (c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17F) return c;
+    return odd_upper ? ((c & 1) ? c + 1 : c) : ((c & 1) ? c : c + 1);
+  }
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+  if (c >= 0x410 && c <= 0x42F) return c + 32;
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  if (c >= 0xFF21 && c <= 0xFF3A) return c + 32;
+  return c;
 }
 
-std::string py_lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
+char32_t upper_cp(char32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') ? c - 32 : c;
+  if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 32;
+  if (c == 0xFF) return 0x178;
+  if (c == 0xB5) return 0x39C;
+  if (c >= 0x100 && c <= 0x17F) {
+    if (c == 0x131) return 'I';
+    if (c == 0x17F) return 'S';
+    if (c == 0x130 || c == 0x138 || c == 0x149 || c == 0x178) return c;
+    bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+    return odd_upper ? ((c & 1) ? c : c - 1) : ((c & 1) ? c - 1 : c);
+  }
+  if (c == 0x3C2) return 0x3A3;  // final sigma
+  if (c >= 0x3B1 && c <= 0x3C9) return c - 32;
+  if (c >= 0x430 && c <= 0x44F) return c - 32;
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  if (c >= 0xFF41 && c <= 0xFF5A) return c - 32;
+  return c;
 }
 
-std::string py_title(std::string_view text) {
-  std::string out(text);
+bool is_cased(char32_t c) { return lower_cp(c) != c || upper_cp(c) != c || c == 0xDF; }
+
+// Applies `map` to each code point; `first_upper` switches to upper-casing at word starts
+// (title) or only at the very start (capitalize).
+enum class CaseMode { kUpper, kLower, kTitle, kCapitalize };
+
+std::string map_case(std::string_view text, CaseMode mode) {
+  std::string out;
+  out.reserve(text.size());
   bool previous_cased = false;
-  for (char& c : out) {
-    bool upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z';
-    if (upper || lower) {
-      if (previous_cased && upper) c = static_cast<char>(c - 'A' + 'a');
-      if (!previous_cased && lower) c = static_cast<char>(c - 'a' + 'A');
+  bool first = true;
+  for (size_t i = 0; i < text.size();) {
+    char32_t c;
+    size_t len = decode_utf8(text, i, &c);
+    bool upper;
+    switch (mode) {
+      case CaseMode::kUpper: upper = true; break;
+      case CaseMode::kLower: upper = false; break;
+      case CaseMode::kTitle: upper = !previous_cased; break;
+      default: upper = first; break;
     }
-    // Non-ASCII bytes count as cased letters so words in other scripts are not split.
-    previous_cased = upper || lower || static_cast<unsigned char>(c) >= 0x80;
+    if (len == 1 && c >= 0x80) {
+      out += text[i];  // invalid byte: copy through
+    } else if (upper && c == 0xDF) {
+      out += "SS";  // Python: "ß".upper() == "SS"
+    } else {
+      append_utf8(upper ? upper_cp(c) : lower_cp(c), &out);
+    }
+    previous_cased = is_cased(c);
+    first = false;
+    i += len;
   }
   return out;
 }
 
-std::string py_capitalize(std::string_view text) {
-  std::string out = py_lower(text);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z')
-    out[0] = static_cast<char>(out[0] - 'a' + 'A');
-  return out;
+}  // namespace
+
+void append_utf8(char32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    *out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *out += static_cast<char>(0xC0 | (cp >> 6));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *out += static_cast<char>(0xE0 | (cp >> 12));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    *out += static_cast<char>(0xF0 | (cp >> 18));
+    *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
 }
+
+std::string py_upper(std::string_view text) { return map_case(text, CaseMode::kUpper); }
+std::string py_lower(std::string_view text) { return map_case(text, CaseMode::kLower); }
+std::string py_title(std::string_view text) { return map_case(text, CaseMode::kTitle); }
+std::string py_capitalize(std::string_view text) { return map_case(text, CaseMode::kCapitalize); }
 
 size_t utf8_length(std::string_view text) {
   size_t n = 0;

@@ -1,6 +1,6 @@
 // Python str semantics needed by Jinja templates, on UTF-8 std::string.
-// Case mapping is ASCII-only (non-ASCII letters are left as they are); whitespace is Python's
-// ASCII whitespace set plus the Unicode spaces str.split()/strip() also treat as whitespace.
+// Case mapping covers ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic and fullwidth Latin
+// (other letters are left as they are); whitespace is Python's str.isspace() set.
 #pragma once
 
 #include <optional>
@@ -43,5 +43,6 @@ size_t utf8_length(std::string_view text);
 std::vector<size_t> utf8_offsets(std::string_view text);
 
 bool py_is_space_ascii(char c);
+void append_utf8(char32_t cp, std::string* out);
 
 }  // namespace strata::jinja

@@ -290,7 +290,7 @@ std::string py_str(const Value& v) {
 std::string py_repr(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined:
-      return "";
+      return "Undefined";  // repr(jinja2.Undefined()); str() of it is "" (see py_str)
     case Value::Kind::kNone:
       return "None";
     case Value::Kind::kBool:
