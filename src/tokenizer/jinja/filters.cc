@@ -137,8 +137,8 @@ std::string jinja_title(const std::string& s) {
       continue;
     }
     size_t end = i;
-    while (end < s.size() && !(py_is_space_ascii(s[end]) || s[end] == '-' || s[end] == '(' || s[end] == '{' ||
-                               s[end] == '[' || s[end] == '<'))
+    while (end < s.size() && !(py_is_space_ascii(s[end]) || s[end] == '-' || s[end] == '(' ||
+                               s[end] == '{' || s[end] == '[' || s[end] == '<'))
       ++end;
     // item[0].upper() + item[1:].lower()
     std::string_view word(s.data() + i, end - i);

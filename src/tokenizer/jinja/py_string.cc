@@ -376,10 +376,18 @@ std::string map_case(std::string_view text, CaseMode mode) {
     size_t len = decode_utf8(text, i, &c);
     bool upper;
     switch (mode) {
-      case CaseMode::kUpper: upper = true; break;
-      case CaseMode::kLower: upper = false; break;
-      case CaseMode::kTitle: upper = !previous_cased; break;
-      default: upper = first; break;
+      case CaseMode::kUpper:
+        upper = true;
+        break;
+      case CaseMode::kLower:
+        upper = false;
+        break;
+      case CaseMode::kTitle:
+        upper = !previous_cased;
+        break;
+      default:
+        upper = first;
+        break;
     }
     if (len == 1 && c >= 0x80) {
       out += text[i];  // invalid byte: copy through
