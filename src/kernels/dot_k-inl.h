@@ -159,7 +159,10 @@ HWY_INLINE __m256i ScaledBsums(const BlockQ8_K& x, __m256i scales16) {
 template <size_t kT, class Quants>
 HWY_INLINE void AccumulateGroups16(const Quants& quants, const int16_t* scale,
                                    const BlockQ8_K* const* a, size_t b, __m256i* isum) {
+  // Fully unrolled, so that the bit-plane shifts are immediates.
+#pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       const __m256i u = quants(p, h);
       const int g = 8 * h + 2 * p;
@@ -172,36 +175,58 @@ HWY_INLINE void AccumulateGroups16(const Quants& quants, const int16_t* scale,
   }
 }
 
+// Sums the 8 int32 lanes of `a` and the 4 of `b` together: {sum(a), sum(b)}.
+HWY_INLINE void HorizontalSums(__m256i a, __m128i b, int32_t* sum_a, int32_t* sum_b) {
+  const __m128i a4 = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+  const __m128i pairs = _mm_hadd_epi32(a4, b);  // a0+a1, a2+a3, b0+b1, b2+b3
+  const __m128i sums = _mm_hadd_epi32(pairs, pairs);
+  *sum_a = _mm_cvtsi128_si32(sums);
+  *sum_b = _mm_extract_epi32(sums, 1);
+}
+
+HWY_INLINE __m128i Load128(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+
 template <DType kType, size_t kT>
 HWY_INLINE void DotKX86(const void* row, const BlockQ8_K* const* a, size_t blocks, float* out) {
   float acc[kT] = {};
   const __m256i low2 = _mm256_set1_epi8(3), low4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1), bits45 = _mm256_set1_epi8(0x30);
+  HWY_ALIGN int16_t scale[16];  // per 16-element group (Q2_K, Q3_K, Q6_K)
   for (size_t b = 0; b < blocks; ++b) {
     __m256i isum[kT];
     for (size_t t = 0; t < kT; ++t) isum[t] = _mm256_setzero_si256();
     if constexpr (kType == DType::kQ2_K) {
       const BlockQ2_K& w = static_cast<const BlockQ2_K*>(row)[b];
-      HWY_ALIGN int16_t scale[16];
-      for (int g = 0; g < 16; ++g) scale[g] = w.scales[g] & 0xF;
+      const __m128i packed = Load128(w.scales);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(scale),
+                         _mm256_cvtepu8_epi16(_mm_and_si128(packed, _mm_set1_epi8(0x0F))));
       const __m256i q[2] = {Load256(w.qs), Load256(w.qs + 32)};
       AccumulateGroups16<kT>(
           [&](int p, int h) { return _mm256_and_si256(_mm256_srli_epi16(q[h], 2 * p), low2); },
           scale, a, b, isum);
-      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
       const __m256i mins16 =
           _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
       const float d = HalfToFloat(w.d), dmin = HalfToFloat(w.dmin);
       for (size_t t = 0; t < kT; ++t) {
-        const int32_t imin = HorizontalSum(ScaledBsums(a[t][b], mins16));
-        acc[t] += CombineK(a[t][b], d, dmin, HorizontalSum(isum[t]), imin);
+        const __m256i m = ScaledBsums(a[t][b], mins16);
+        const __m128i m4 = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        int32_t total, imin;
+        HorizontalSums(isum[t], m4, &total, &imin);
+        acc[t] += CombineK(a[t][b], d, dmin, total, imin);
       }
     } else if constexpr (kType == DType::kQ3_K) {
       const BlockQ3_K& w = static_cast<const BlockQ3_K*>(row)[b];
-      int8_t scale8[16];
-      unpack_q3k_scales(w.scales, scale8);
-      HWY_ALIGN int16_t scale[16];
-      for (int g = 0; g < 16; ++g) scale[g] = scale8[g];
+      uint32_t biased[4];
+      unpack_q3k_scales_words(w.scales, biased);
+      // Built from registers: four 32-bit stores reloaded as one vector would stall store
+      // forwarding.
+      const __m128i biased8 =
+          _mm_set_epi32(static_cast<int32_t>(biased[3]), static_cast<int32_t>(biased[2]),
+                        static_cast<int32_t>(biased[1]), static_cast<int32_t>(biased[0]));
+      const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(biased8, _mm_set1_epi8(32)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(scale), scales16);
       const __m256i q[2] = {Load256(w.qs), Load256(w.qs + 32)};
       const __m256i hm = Load256(w.hmask);
       AccumulateGroups16<kT>(
@@ -211,7 +236,6 @@ HWY_INLINE void DotKX86(const void* row, const BlockQ8_K* const* a, size_t block
             return _mm256_or_si256(lowbits, _mm256_slli_epi16(high, 2));
           },
           scale, a, b, isum);
-      const __m256i scales16 = Load256(scale);
       const float d = HalfToFloat(w.d);
       for (size_t t = 0; t < kT; ++t) {
         // The -4 offset: isum -= 4 * sum_g scale[g] * bsums[g].
@@ -222,10 +246,10 @@ HWY_INLINE void DotKX86(const void* row, const BlockQ8_K* const* a, size_t block
     } else if constexpr (kType == DType::kQ4_K || kType == DType::kQ5_K) {
       using Block = std::conditional_t<kType == DType::kQ4_K, BlockQ4_K, BlockQ5_K>;
       const Block& w = static_cast<const Block*>(row)[b];
-      uint8_t sc[8], mn[8];
-      unpack_q4k_scales(w.scales, sc, mn);
+      const Q4kScalesMins sm = unpack_q4k_scales_words(w.scales);
       [[maybe_unused]] __m256i qh;
       if constexpr (kType == DType::kQ5_K) qh = Load256(w.qh);
+#pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         const __m256i packed = Load256(w.qs + 32 * c);
         __m256i lo = _mm256_and_si256(packed, low4);
@@ -236,28 +260,31 @@ HWY_INLINE void DotKX86(const void* row, const BlockQ8_K* const* a, size_t block
           lo = _mm256_or_si256(lo, _mm256_slli_epi16(b_lo, 4));
           hi = _mm256_or_si256(hi, _mm256_slli_epi16(b_hi, 4));
         }
-        const __m256i s_lo = _mm256_set1_epi16(sc[2 * c]);
-        const __m256i s_hi = _mm256_set1_epi16(sc[2 * c + 1]);
+        const __m256i s_lo =
+            _mm256_set1_epi16(static_cast<int16_t>((sm.scales >> (16 * c)) & 0xFF));
+        const __m256i s_hi =
+            _mm256_set1_epi16(static_cast<int16_t>((sm.scales >> (16 * c + 8)) & 0xFF));
         for (size_t t = 0; t < kT; ++t) {
           const int8_t* xq = a[t][b].qs + 64 * c;
           isum[t] = _mm256_add_epi32(isum[t], ScaledDotU8I8(lo, Load256(xq), s_lo));
           isum[t] = _mm256_add_epi32(isum[t], ScaledDotU8I8(hi, Load256(xq + 32), s_hi));
         }
       }
-      // Each min covers two bsums groups.
-      HWY_ALIGN int16_t mins16[16];
-      for (int g = 0; g < 16; ++g) mins16[g] = mn[g / 2];
-      const __m256i mins = Load256(mins16);
+      // Each min covers two bsums groups: add the pairs, then multiply by the 8 mins.
+      const __m128i mins8 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sm.mins)));
       const float d = HalfToFloat(w.d), dmin = HalfToFloat(w.dmin);
       for (size_t t = 0; t < kT; ++t) {
-        const int32_t imin = HorizontalSum(ScaledBsums(a[t][b], mins));
-        acc[t] += CombineK(a[t][b], d, dmin, HorizontalSum(isum[t]), imin);
+        const __m128i pair_sums =
+            _mm_hadd_epi16(Load128(a[t][b].bsums), Load128(a[t][b].bsums + 8));
+        int32_t total, imin;
+        HorizontalSums(isum[t], _mm_madd_epi16(pair_sums, mins8), &total, &imin);
+        acc[t] += CombineK(a[t][b], d, dmin, total, imin);
       }
     } else {
       static_assert(kType == DType::kQ6_K);
       const BlockQ6_K& w = static_cast<const BlockQ6_K*>(row)[b];
-      HWY_ALIGN int16_t scale[16];
-      for (int g = 0; g < 16; ++g) scale[g] = w.scales[g];
+      const __m256i scales16 = _mm256_cvtepi8_epi16(Load128(w.scales));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(scale), scales16);
       const __m256i ql[4] = {Load256(w.ql), Load256(w.ql + 32), Load256(w.ql + 64),
                              Load256(w.ql + 96)};
       const __m256i qh[2] = {Load256(w.qh), Load256(w.qh + 32)};
@@ -285,7 +312,6 @@ HWY_INLINE void DotKX86(const void* row, const BlockQ8_K* const* a, size_t block
             return _mm256_or_si256(low, _mm256_and_si256(high, bits45));
           },
           scale, a, b, isum);
-      const __m256i scales16 = Load256(scale);
       const float d = HalfToFloat(w.d);
       for (size_t t = 0; t < kT; ++t) {
         // The -32 offset: isum -= 32 * sum_g scale[g] * bsums[g].

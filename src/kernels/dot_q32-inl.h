@@ -108,40 +108,50 @@ HWY_INLINE void DotQ32Portable(const typename Format::Block* HWY_RESTRICT w,
 #if STRATA_X86_INT8_DOT
 
 // x86 path: 32 unsigned quant bytes in one register, multiplied with maddubs (for Q8_0, |w| with
-// the activation's sign flipped where w < 0); the int32 lanes are scaled in f32 without a
-// horizontal sum per block.
+// the activation's sign flipped where w < 0); the offset correction -offset * sum(a) is added to
+// int32 lane 0, and the lanes are scaled in f32 without a horizontal sum per block. Even and odd
+// blocks accumulate separately so that consecutive FMAs do not wait on each other.
+template <class Format, size_t kT>
+HWY_INLINE void AccumulateQ32BlockX86(const typename Format::Block& blk, const ActBlockQ8* const* a,
+                                      size_t b, __m256* acc, float* min_acc) {
+  __m256i u;
+  if constexpr (Format::kSignedBytes) {
+    u = Load256(blk.qs);
+  } else if constexpr (Format::kFifthBit) {
+    u = _mm256_or_si256(UnpackNibbles32(blk.qs), FifthBits32(blk.qh));
+  } else {
+    u = UnpackNibbles32(blk.qs);
+  }
+  const __m256i u_abs = Format::kSignedBytes ? _mm256_sign_epi8(u, u) : u;
+  const float dw = HalfToFloat(blk.d);
+  for (size_t t = 0; t < kT; ++t) {
+    const ActBlockQ8& x = a[t][b];
+    __m256i va = Load256(x.qs);
+    if constexpr (Format::kSignedBytes) va = _mm256_sign_epi8(va, u);
+    __m256i p = DotU8I8(u_abs, va);
+    if constexpr (Format::kOffset != 0) {
+      p = _mm256_add_epi32(p, _mm256_zextsi128_si256(_mm_cvtsi32_si128(-Format::kOffset * x.sum)));
+    }
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * x.d), acc[t]);
+    if constexpr (Format::kHasMin) min_acc[t] += BlockMin<Format>(blk) * x.d * x.sum;
+  }
+}
+
 template <class Format, size_t kT>
 HWY_INLINE void DotQ32X86(const typename Format::Block* HWY_RESTRICT w, const ActBlockQ8* const* a,
                           size_t blocks, float* out) {
-  __m256 acc[kT];
-  float extra[kT] = {};
-  for (size_t t = 0; t < kT; ++t) acc[t] = _mm256_setzero_ps();
-  for (size_t b = 0; b < blocks; ++b) {
-    const typename Format::Block& blk = w[b];
-    __m256i u;
-    if constexpr (Format::kSignedBytes) {
-      u = Load256(blk.qs);
-    } else if constexpr (Format::kFifthBit) {
-      u = _mm256_or_si256(UnpackNibbles32(blk.qs), FifthBits32(blk.qh));
-    } else {
-      u = UnpackNibbles32(blk.qs);
-    }
-    const __m256i u_abs = Format::kSignedBytes ? _mm256_sign_epi8(u, u) : u;
-    const float dw = HalfToFloat(blk.d);
-    for (size_t t = 0; t < kT; ++t) {
-      const ActBlockQ8& x = a[t][b];
-      __m256i va = Load256(x.qs);
-      if constexpr (Format::kSignedBytes) va = _mm256_sign_epi8(va, u);
-      const float scale = dw * x.d;
-      acc[t] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(DotU8I8(u_abs, va)), _mm256_set1_ps(scale), acc[t]);
-      if constexpr (Format::kOffset != 0) {
-        extra[t] += scale * static_cast<float>(-Format::kOffset * x.sum);
-      }
-      if constexpr (Format::kHasMin) extra[t] += BlockMin<Format>(blk) * x.d * x.sum;
-    }
+  __m256 acc_even[kT], acc_odd[kT];
+  float min_even[kT] = {}, min_odd[kT] = {};
+  for (size_t t = 0; t < kT; ++t) acc_even[t] = acc_odd[t] = _mm256_setzero_ps();
+  size_t b = 0;
+  for (; b + 1 < blocks; b += 2) {
+    AccumulateQ32BlockX86<Format, kT>(w[b], a, b, acc_even, min_even);
+    AccumulateQ32BlockX86<Format, kT>(w[b + 1], a, b + 1, acc_odd, min_odd);
   }
-  for (size_t t = 0; t < kT; ++t) out[t] = HorizontalSum(acc[t]) + extra[t];
+  if (b < blocks) AccumulateQ32BlockX86<Format, kT>(w[b], a, b, acc_even, min_even);
+  for (size_t t = 0; t < kT; ++t) {
+    out[t] = HorizontalSum(_mm256_add_ps(acc_even[t], acc_odd[t])) + (min_even[t] + min_odd[t]);
+  }
 }
 
 #endif  // STRATA_X86_INT8_DOT

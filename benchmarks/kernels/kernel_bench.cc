@@ -1,0 +1,178 @@
+// Kernel throughput: matvec GB/s of weight bytes per type (the decode bound), matmul with 64
+// tokens (prompt processing), and a STREAM-like read baseline to quote GB/s against.
+//
+//   strata_kernel_bench --benchmark_filter=Matvec/q4_0
+//
+// Weights are spread over enough copies of the matrix (>= 256 MiB in all) that each iteration
+// reads from DRAM, not from the last-level cache, as decoding a real model does.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/aligned.h"
+#include "base/dtype.h"
+#include "base/fp16.h"
+#include "kernels/matmul.h"
+#include "platform/thread_pool.h"
+
+namespace strata::kernels {
+namespace {
+
+constexpr size_t kColdBytes = size_t{256} << 20;
+
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
+                        DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
+                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+
+// Random bytes are valid blocks for every quantized type except for their f16 scale fields,
+// which could be NaN/Inf or so small that products turn subnormal (slow on x86). Every 16-bit
+// word gets a fixed exponent, so that each one read as a half (or the top of an f32/bf16) is a
+// normal number near 1/64; speed does not depend on the quant values.
+AlignedBuffer<uint8_t> random_weights(size_t bytes, uint32_t seed) {
+  AlignedBuffer<uint8_t> w(bytes);
+  std::mt19937 rng(seed);
+  uint16_t* words = reinterpret_cast<uint16_t*>(w.data());
+  for (size_t i = 0; i < bytes / 2; ++i) {
+    words[i] = static_cast<uint16_t>((rng() & 0x83FF) | 0x2400);
+  }
+  return w;
+}
+
+struct Workload {
+  size_t matrix_bytes;
+  size_t copies;
+  AlignedBuffer<uint8_t> weights;
+  std::vector<float> x, y;
+};
+
+Workload make_workload(DType type, size_t rows, size_t cols, size_t n_tokens, bool cold = true) {
+  Workload wl;
+  wl.matrix_bytes = row_bytes(type, cols) * rows;
+  wl.copies = cold ? std::max<size_t>(1, kColdBytes / wl.matrix_bytes) : 1;
+  wl.weights = random_weights(wl.matrix_bytes * wl.copies, 1);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist;
+  wl.x.resize(cols * n_tokens);
+  for (float& v : wl.x) v = dist(rng);
+  wl.y.resize(rows * n_tokens);
+  return wl;
+}
+
+// Args: type, rows, cols, threads.
+void BM_Matvec(benchmark::State& state) {
+  const DType type = static_cast<DType>(state.range(0));
+  const size_t rows = state.range(1), cols = state.range(2);
+  ThreadPool pool(state.range(3));
+  Workload wl = make_workload(type, rows, cols, 1);
+  size_t copy = 0;
+  for (auto _ : state) {
+    matvec(type, wl.weights.data() + copy * wl.matrix_bytes, rows, cols, wl.x.data(), wl.y.data(),
+           pool);
+    benchmark::DoNotOptimize(wl.y.data());
+    copy = (copy + 1) % wl.copies;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * wl.matrix_bytes));
+  state.SetLabel(std::string(dtype_name(type)) + " " + active_simd_target());
+}
+
+// Args: type. One thread, 256 x 4096 weights that stay in L2/L3: the compute ceiling of the
+// kernel, which must exceed the DRAM bandwidth for decode to be bandwidth-bound.
+void BM_MatvecHot(benchmark::State& state) {
+  const DType type = static_cast<DType>(state.range(0));
+  const size_t rows = 256, cols = 4096;
+  ThreadPool pool(1);
+  Workload wl = make_workload(type, rows, cols, 1, /*cold=*/false);
+  for (auto _ : state) {
+    matvec(type, wl.weights.data(), rows, cols, wl.x.data(), wl.y.data(), pool);
+    benchmark::DoNotOptimize(wl.y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * wl.matrix_bytes));
+  state.SetLabel(std::string(dtype_name(type)) + " " + active_simd_target());
+}
+
+// Args: type, rows, cols, threads; 64 tokens. Reports weight GB/s and GFLOP/s (2 per
+// multiply-add).
+void BM_Matmul64(benchmark::State& state) {
+  const DType type = static_cast<DType>(state.range(0));
+  const size_t rows = state.range(1), cols = state.range(2), n_tokens = 64;
+  ThreadPool pool(state.range(3));
+  Workload wl = make_workload(type, rows, cols, n_tokens);
+  size_t copy = 0;
+  for (auto _ : state) {
+    matmul(type, wl.weights.data() + copy * wl.matrix_bytes, rows, cols, wl.x.data(), n_tokens,
+           wl.y.data(), pool);
+    benchmark::DoNotOptimize(wl.y.data());
+    copy = (copy + 1) % wl.copies;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * wl.matrix_bytes));
+  state.counters["GFLOPS"] = benchmark::Counter(
+      2.0 * rows * cols * n_tokens * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)) + " " + active_simd_target());
+}
+
+// STREAM-like read bandwidth: sum a 256 MiB f32 array split over the pool's threads.
+void BM_ReadBandwidth(benchmark::State& state) {
+  ThreadPool pool(state.range(0));
+  const size_t n = kColdBytes / sizeof(float);
+  AlignedBuffer<float> data(n);
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(i & 1023);
+  const size_t chunks = 64, chunk = n / chunks;
+  std::vector<float> partial(chunks);
+  for (auto _ : state) {
+    pool.parallel_for(chunks, [&](size_t c, size_t) {
+      const float* p = data.data() + c * chunk;
+      // Eight independent sums so the loop is limited by loads, not by add latency.
+      float s[8] = {};
+      for (size_t i = 0; i < chunk; i += 8) {
+        for (size_t k = 0; k < 8; ++k) s[k] += p[i + k];
+      }
+      partial[c] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+    });
+    benchmark::DoNotOptimize(partial.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
+}
+
+void register_benchmarks() {
+  benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)
+      ->Arg(1)
+      ->Arg(2)
+      ->ArgName("threads")
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  for (DType type : kTypes) {
+    const std::string name(dtype_name(type));
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {2048, 8192}}) {
+      for (int64_t threads : {1, 2}) {
+        benchmark::RegisterBenchmark(("Matvec/" + name).c_str(), BM_Matvec)
+            ->Args({static_cast<int64_t>(type), rows, cols, threads})
+            ->ArgNames({"type", "rows", "cols", "threads"})
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+    benchmark::RegisterBenchmark(("MatvecHot/" + name).c_str(), BM_MatvecHot)
+        ->Arg(static_cast<int64_t>(type))
+        ->ArgName("type")
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("Matmul64/" + name).c_str(), BM_Matmul64)
+        ->Args({static_cast<int64_t>(type), 4096, 4096, 2})
+        ->ArgNames({"type", "rows", "cols", "threads"})
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  strata::kernels::register_benchmarks();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
