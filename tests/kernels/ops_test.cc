@@ -6,6 +6,8 @@
 #include <random>
 #include <vector>
 
+#include "for_each_target.h"
+
 namespace strata::kernels {
 namespace {
 
@@ -21,74 +23,84 @@ std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
 const size_t kSizes[] = {1, 3, 16, 17, 64, 100, 1000, 4099};
 
 TEST(OpsTest, RmsNormMatchesFormula) {
-  for (size_t n : kSizes) {
-    std::vector<float> x = random_vector(n, 1, 3.0f), w = random_vector(n, 2), out(n);
-    rms_norm(x.data(), w.data(), out.data(), n, 1e-5f);
-    double ss = 0;
-    for (float v : x) ss += double(v) * v;
-    const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
-    for (size_t i = 0; i < n; ++i)
-      EXPECT_NEAR(out[i], x[i] * inv * w[i], 1e-5 * std::abs(x[i] * inv) + 1e-7);
-    // In place (out aliases x).
-    rms_norm(x.data(), w.data(), x.data(), n, 1e-5f);
-    for (size_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(x[i], out[i]);
-  }
+  for_each_simd_target([&] {
+    for (size_t n : kSizes) {
+      std::vector<float> x = random_vector(n, 1, 3.0f), w = random_vector(n, 2), out(n);
+      rms_norm(x.data(), w.data(), out.data(), n, 1e-5f);
+      double ss = 0;
+      for (float v : x) ss += double(v) * v;
+      const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
+      for (size_t i = 0; i < n; ++i)
+        EXPECT_NEAR(out[i], x[i] * inv * w[i], 1e-5 * std::abs(x[i] * inv) + 1e-7);
+      // In place (out aliases x).
+      rms_norm(x.data(), w.data(), x.data(), n, 1e-5f);
+      for (size_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(x[i], out[i]);
+    }
+  });
 }
 
 TEST(OpsTest, SoftmaxMatchesFormula) {
-  for (size_t n : kSizes) {
-    std::vector<float> x = random_vector(n, 3, 20.0f);
-    std::vector<float> orig = x;
-    softmax(x.data(), n);
-    double mx = orig[0];
-    for (float v : orig) mx = std::max<double>(mx, v);
-    double sum = 0;
-    for (float v : orig) sum += std::exp(v - mx);
-    double total = 0;
-    for (size_t i = 0; i < n; ++i) {
-      EXPECT_NEAR(x[i], std::exp(orig[i] - mx) / sum, 2e-6 * std::exp(orig[i] - mx) / sum + 1e-9);
-      total += x[i];
+  for_each_simd_target([&] {
+    for (size_t n : kSizes) {
+      std::vector<float> x = random_vector(n, 3, 20.0f);
+      std::vector<float> orig = x;
+      softmax(x.data(), n);
+      double mx = orig[0];
+      for (float v : orig) mx = std::max<double>(mx, v);
+      double sum = 0;
+      for (float v : orig) sum += std::exp(v - mx);
+      double total = 0;
+      for (size_t i = 0; i < n; ++i) {
+        EXPECT_NEAR(x[i], std::exp(orig[i] - mx) / sum, 2e-6 * std::exp(orig[i] - mx) / sum + 1e-9);
+        total += x[i];
+      }
+      EXPECT_NEAR(total, 1.0, 1e-5);
     }
-    EXPECT_NEAR(total, 1.0, 1e-5);
-  }
+  });
 }
 
 TEST(OpsTest, SoftmaxLargeLogitsDoNotOverflow) {
-  std::vector<float> x = {1000.0f, 1000.0f, -1000.0f};
-  softmax(x.data(), x.size());
-  EXPECT_NEAR(x[0], 0.5f, 1e-6);
-  EXPECT_NEAR(x[1], 0.5f, 1e-6);
-  EXPECT_EQ(x[2], 0.0f);
+  for_each_simd_target([&] {
+    std::vector<float> x = {1000.0f, 1000.0f, -1000.0f};
+    softmax(x.data(), x.size());
+    EXPECT_NEAR(x[0], 0.5f, 1e-6);
+    EXPECT_NEAR(x[1], 0.5f, 1e-6);
+    EXPECT_EQ(x[2], 0.0f);
+  });
 }
 
 TEST(OpsTest, SwigluMatchesFormula) {
-  for (size_t n : kSizes) {
-    std::vector<float> g = random_vector(n, 4, 8.0f), u = random_vector(n, 5, 2.0f);
-    std::vector<float> orig = g;
-    swiglu(g.data(), u.data(), n);
-    for (size_t i = 0; i < n; ++i) {
-      const double expect = orig[i] / (1.0 + std::exp(-double(orig[i]))) * u[i];
-      EXPECT_NEAR(g[i], expect, 2e-6 * std::abs(expect) + 1e-7) << i;
+  for_each_simd_target([&] {
+    for (size_t n : kSizes) {
+      std::vector<float> g = random_vector(n, 4, 8.0f), u = random_vector(n, 5, 2.0f);
+      std::vector<float> orig = g;
+      swiglu(g.data(), u.data(), n);
+      for (size_t i = 0; i < n; ++i) {
+        const double expect = orig[i] / (1.0 + std::exp(-double(orig[i]))) * u[i];
+        EXPECT_NEAR(g[i], expect, 2e-6 * std::abs(expect) + 1e-7) << i;
+      }
     }
-  }
+  });
 }
 
 TEST(OpsTest, AddAxpyDot) {
-  for (size_t n : kSizes) {
-    std::vector<float> a = random_vector(n, 6), b = random_vector(n, 7);
-    std::vector<float> y = a;
-    add(y.data(), b.data(), n);
-    for (size_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(y[i], a[i] + b[i]);
-    y = a;
-    axpy(y.data(), -0.75f, b.data(), n);
-    for (size_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], a[i] - 0.75 * b[i], 1e-6);
-    double dot = 0, mag = 0;
-    for (size_t i = 0; i < n; ++i) {
-      dot += double(a[i]) * b[i];
-      mag += std::abs(double(a[i]) * b[i]);
+  for_each_simd_target([&] {
+    for (size_t n : kSizes) {
+      std::vector<float> a = random_vector(n, 6), b = random_vector(n, 7);
+      std::vector<float> y = a;
+      add(y.data(), b.data(), n);
+      for (size_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(y[i], a[i] + b[i]);
+      y = a;
+      axpy(y.data(), -0.75f, b.data(), n);
+      for (size_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], a[i] - 0.75 * b[i], 1e-6);
+      double dot = 0, mag = 0;
+      for (size_t i = 0; i < n; ++i) {
+        dot += double(a[i]) * b[i];
+        mag += std::abs(double(a[i]) * b[i]);
+      }
+      EXPECT_NEAR(dot_f32(a.data(), b.data(), n), dot, 1e-6 * mag + 1e-9);
     }
-    EXPECT_NEAR(dot_f32(a.data(), b.data(), n), dot, 1e-6 * mag + 1e-9);
-  }
+  });
 }
 
 }  // namespace
