@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -101,6 +102,32 @@ TEST_P(RoundTripTest, DecodeInvertsEncode) {
       EXPECT_EQ(ids.front(), tokenizer->bos());
     }
     EXPECT_EQ(tokenizer->decode(ids), text) << GetParam();
+  }
+}
+
+// One Tokenizer shared by several threads gives every thread the single-threaded results.
+TEST(Concurrency, ConcurrentEncodeMatchesSequential) {
+  const std::vector<std::string> texts =
+      parse_vocab_inputs(read_binary(kVocabDir + "ggml-vocab-llama-spm.gguf.inp"));
+  for (const char* name : {"gpt-2", "llama-spm", "deepseek-llm"}) {
+    auto tokenizer = load_tokenizer(kVocabDir + "ggml-vocab-" + name + ".gguf");
+    ASSERT_NE(tokenizer, nullptr);
+    std::vector<std::vector<TokenId>> expected;
+    for (const std::string& text : texts) expected.push_back(tokenizer->encode(text, true, true));
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int round = 0; round < 20; ++round) {
+          for (size_t i = 0; i < texts.size(); ++i) {
+            if (tokenizer->encode(texts[i], true, true) != expected[i]) ++mismatches[t];
+            if (tokenizer->decode(expected[i]) != texts[i]) ++mismatches[t];
+          }
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << name << " thread " << t;
   }
 }
 
