@@ -443,6 +443,9 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
           interp.check_size(s.size() + hits * (new_text.size() - old_text.size())));
     return Value::string(py_replace(s, old_text, new_text, static_cast<long>(count)));
   }
+  // These call int()/float()/str.splitlines on the input, which fails for Undefined in jinja2.
+  if (input.is_undefined() && (name == "indent" || name == "int" || name == "float"))
+    return type_error(input.undefined_hint());
   if (name == "indent") return filter_indent(interp, input, args);
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")
     return filter_select(interp, name, input, args);

@@ -338,15 +338,15 @@ Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame
   auto items_or = iterate(iterable);
   if (!items_or.ok()) return at_line(items_or.error(), stmt.line);
   ValueList items = std::move(items_or).value();
-  auto loop_frame = std::make_shared<Frame>();
-  loop_frame->parent = frame;
   if (stmt.cond) {
     // jinja2 filters before the loop runs, so loop.length counts only the kept items.
     ValueList kept;
+    auto filter_frame = std::make_shared<Frame>();
+    filter_frame->parent = frame;
     for (auto& item : items) {
       STRATA_RETURN_IF_ERROR(charge_iterations(1));
-      STRATA_RETURN_IF_ERROR(assign_targets(stmt.targets, item, loop_frame.get(), stmt.line));
-      STRATA_ASSIGN_OR_RETURN(Value keep, eval(*stmt.cond, loop_frame));
+      STRATA_RETURN_IF_ERROR(assign_targets(stmt.targets, item, filter_frame.get(), stmt.line));
+      STRATA_ASSIGN_OR_RETURN(Value keep, eval(*stmt.cond, filter_frame));
       if (keep.truthy()) kept.push_back(std::move(item));
     }
     items = std::move(kept);
@@ -360,6 +360,9 @@ Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame
     auto status = charge_iterations(1);
     if (!status.ok()) return at_line(status.error(), stmt.line);
     const Value& item = items[static_cast<size_t>(i)];
+    // Each iteration gets a fresh scope: jinja2 does not carry `set`s over to the next one.
+    auto loop_frame = std::make_shared<Frame>();
+    loop_frame->parent = frame;
     STRATA_RETURN_IF_ERROR(assign_targets(stmt.targets, item, loop_frame.get(), stmt.line));
     Dict loop;
     loop.items.reserve(12);
@@ -678,7 +681,7 @@ Result<bool> Interpreter::eval_compare(const std::string& op, const Value& a, co
     } else if (b.is_dict()) {
       found = b.as_dict().find(a) != nullptr;
     } else if (b.is_undefined()) {
-      return type_error(b.undefined_hint());
+      found = false;  // Undefined iterates empty, so Python's `in` finds nothing
     } else {
       return type_error("argument of type '" + std::string(b.type_name()) + "' is not iterable");
     }

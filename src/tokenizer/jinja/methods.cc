@@ -1,5 +1,7 @@
 // Python str/dict/list methods callable from templates, the global functions, and the argument
 // binding shared by all builtins.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -169,8 +171,22 @@ Result<Value> string_method(Interpreter& interp, const std::string& s, std::stri
   }
   if (name == "splitlines") return string_list(py_splitlines(s));
   if (name == "startswith" || name == "endswith") {
-    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"affix"}, 1));
-    STRATA_ASSIGN_OR_RETURN(bool r, affix_match(s, *a[0], name == "startswith"));
+    STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"affix", "start", "end"}, 1));
+    // Optional start/end are code point indices, clamped like a slice.
+    auto offsets = utf8_offsets(s);
+    int64_t n = static_cast<int64_t>(offsets.size()) - 1;
+    const auto clamp = [n](int64_t i) {
+      return i < 0 ? std::max<int64_t>(0, i + n) : std::min(i, n);
+    };
+    STRATA_ASSIGN_OR_RETURN(int64_t start, arg_int(a[1], 0, "start"));
+    STRATA_ASSIGN_OR_RETURN(int64_t end, arg_int(a[2], n, "end"));
+    start = clamp(start);
+    end = clamp(end);
+    if (start > end) return Value::boolean(false);
+    std::string part =
+        s.substr(offsets[static_cast<size_t>(start)],
+                 offsets[static_cast<size_t>(end)] - offsets[static_cast<size_t>(start)]);
+    STRATA_ASSIGN_OR_RETURN(bool r, affix_match(part, *a[0], name == "startswith"));
     return Value::boolean(r);
   }
   if (name == "upper") return Value::string(py_upper(s));
@@ -468,41 +484,107 @@ Result<Value> run_method(Interpreter& interp, const Value& self, std::string_vie
                     std::string(name) + "'");
 }
 
+// printf-style `format % args`: %[(key)][flags][width][.precision]conversion, with Python's
+// conversions s r a d i u f F e E g G x X o c and %%; numbers are formatted by C's snprintf,
+// which CPython's formatting matches for these conversions.
 Result<std::string> percent_format(const std::string& format, const Value& args) {
   ValueList values = args.is_tuple() ? args.as_list() : ValueList{args};
   std::string out;
   size_t next = 0;
+  bool used_mapping = false;
   for (size_t i = 0; i < format.size(); ++i) {
     if (format[i] != '%') {
       out += format[i];
       continue;
     }
     if (++i >= format.size()) return type_error("incomplete format");
-    char c = format[i];
-    if (c == '%') {
+    if (format[i] == '%') {
       out += '%';
       continue;
     }
-    if (next >= values.size()) return type_error("not enough arguments for format string");
-    const Value& v = values[next++];
-    char buf[64];
-    if (c == 's') {
-      out += py_str(v);
-    } else if (c == 'r') {
-      out += py_repr(v);
-    } else if ((c == 'd' || c == 'i') && v.is_number()) {
-      out += std::to_string(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int());
-    } else if (c == 'f' && v.is_number()) {
-      std::snprintf(buf, sizeof(buf), "%f", v.as_double());
-      out += buf;
-    } else if (c == 'x' && v.is_integral()) {
-      std::snprintf(buf, sizeof(buf), "%llx", static_cast<long long>(v.as_int()));
-      out += buf;
-    } else {
-      return type_error(std::string("unsupported format character '") + c + "' in '%' formatting");
+    const Value* v = nullptr;
+    if (format[i] == '(') {
+      size_t close = format.find(')', i);
+      if (close == std::string::npos) return type_error("incomplete format key");
+      if (!args.is_dict()) return type_error("format requires a mapping");
+      v = args.as_dict().find(std::string_view(format).substr(i + 1, close - i - 1));
+      if (!v) return type_error("KeyError: '" + format.substr(i + 1, close - i - 1) + "'");
+      used_mapping = true;
+      i = close + 1;
     }
+    std::string flags;
+    while (i < format.size() && std::string_view("-+ 0#").find(format[i]) != std::string_view::npos)
+      flags += format[i++];
+    int width = 0, precision = -1;
+    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])) &&
+           width < 10000)
+      width = width * 10 + (format[i++] - '0');
+    if (i < format.size() && format[i] == '.') {
+      precision = 0;
+      ++i;
+      while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])) &&
+             precision < 10000)
+        precision = precision * 10 + (format[i++] - '0');
+    }
+    while (i < format.size() && (format[i] == 'h' || format[i] == 'l' || format[i] == 'L')) ++i;
+    if (i >= format.size()) return type_error("incomplete format");
+    if (width >= 10000 || precision >= 10000)
+      return type_error("format width or precision too large");
+    char c = format[i];
+    if (!v) {
+      if (next >= values.size()) return type_error("not enough arguments for format string");
+      v = &values[next++];
+    }
+    std::string piece;
+    if (c == 's' || c == 'r' || c == 'a') {
+      piece = c == 's' ? py_str(*v) : py_repr(*v);
+      if (precision >= 0) {
+        auto offsets = utf8_offsets(piece);
+        if (static_cast<size_t>(precision) + 1 < offsets.size())
+          piece.resize(offsets[static_cast<size_t>(precision)]);
+      }
+      size_t len = utf8_length(piece);
+      if (static_cast<size_t>(width) > len) {
+        std::string pad(static_cast<size_t>(width) - len, ' ');
+        piece = flags.find('-') != std::string::npos ? piece + pad : pad + piece;
+      }
+    } else if (std::string_view("diufFeEgGxXoc").find(c) != std::string_view::npos) {
+      if (!v->is_number() && !(c == 'c' && v->is_string()))
+        return type_error(std::string("%") + c + " format: a real number is required, not " +
+                          std::string(v->type_name()));
+      if (c == 'c') {
+        if (v->is_string()) {
+          if (utf8_length(v->as_string()) != 1) return type_error("%c requires int or char");
+          piece = v->as_string();
+        } else {
+          int64_t cp = v->as_int();
+          if (cp < 0 || cp > 0x10FFFF) return type_error("%c arg not in range(0x110000)");
+          append_utf8(static_cast<char32_t>(cp), &piece);
+        }
+      } else {
+        std::string spec = "%" + flags + (width ? std::to_string(width) : "") +
+                           (precision >= 0 ? "." + std::to_string(precision) : "");
+        std::vector<char> buf(static_cast<size_t>(width + std::max(precision, 0)) + 400);
+        if (std::string_view("fFeEgG").find(c) != std::string_view::npos) {
+          spec += c;
+          std::snprintf(buf.data(), buf.size(), spec.c_str(), v->as_double());
+        } else {
+          double d = v->as_double();
+          if (v->is_float() && !(std::fabs(d) < 9.2e18))
+            return type_error("cannot convert float to integer");
+          long long n = v->is_float() ? static_cast<long long>(d) : v->as_int();
+          spec += "ll";
+          spec += (c == 'i' || c == 'u') ? 'd' : c;
+          std::snprintf(buf.data(), buf.size(), spec.c_str(), n);
+        }
+        piece = buf.data();
+      }
+    } else {
+      return type_error(std::string("unsupported format character '") + c + "'");
+    }
+    out += piece;
   }
-  if (next < values.size())
+  if (!used_mapping && next < values.size())
     return type_error("not all arguments converted during string formatting");
   return out;
 }

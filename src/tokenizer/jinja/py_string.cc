@@ -207,7 +207,7 @@ std::vector<std::string> py_split(std::string_view text, std::optional<std::stri
     while (pos < text.size() && (len = space_at(text, pos)) > 0) pos += len;
     if (pos >= text.size()) break;
     if (maxsplit >= 0 && static_cast<long>(parts.size()) >= maxsplit) {
-      parts.push_back(py_strip(text.substr(pos), std::nullopt, false, true));
+      parts.emplace_back(text.substr(pos));  // Python keeps the remainder's trailing space
       return parts;
     }
     size_t start = pos;
@@ -241,7 +241,7 @@ std::vector<std::string> py_rsplit(std::string_view text, std::optional<std::str
       while (end > 0 && (len = space_before(text, end)) > 0) end -= len;
       if (end == 0) break;
       if (static_cast<long>(parts.size()) >= maxsplit) {
-        parts.push_back(py_strip(text.substr(0, end), std::nullopt, true, false));
+        parts.emplace_back(text.substr(0, end));
         end = 0;
         break;
       }

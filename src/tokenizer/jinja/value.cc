@@ -249,6 +249,7 @@ bool py_equal(const Value& a, const Value& b) {
 }
 
 Result<int> py_compare(const Value& a, const Value& b) {
+  if (a.is_undefined() && b.is_undefined()) return 0;  // sort keys of missing attributes tie
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) {
       double x = a.as_double(), y = b.as_double();
