@@ -110,14 +110,20 @@ struct TensorInfo {
 
 class File {
  public:
-  // Opens and fully validates a GGUF file. Errors name the problem (and the tensor or key).
+  // Opens and fully validates a GGUF file. Errors name the problem (and the tensor or key):
+  // kInvalidFile for corrupt or inconsistent contents, kUnsupported for GGUF v1, big-endian files
+  // and unknown tensor types, kOutOfRange past strata's limits (2^24 metadata values including
+  // array elements, 2^20 tensors), kNotFound / kIo from opening the file.
   static Result<std::unique_ptr<File>> open(const std::string& path,
                                             MappedFile::Mode mode = MappedFile::Mode::kMmap);
-  // Parses an image that is already in memory (tests, fuzzing). The image must outlive the File.
+  // Parses an image that is already in memory (tests, fuzzing). For MappedFile::from_memory the
+  // bytes must outlive the File.
   static Result<std::unique_ptr<File>> parse(std::unique_ptr<MappedFile> image);
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
+  // Start of the data section: the end of the tensor infos rounded up to alignment(). A file
+  // without tensors may end before it (vocab-only files do).
   uint64_t data_offset() const { return data_offset_; }
   const MappedFile& image() const { return *image_; }
 
