@@ -39,6 +39,10 @@ class Writer {
   // not a multiple of the type's block size, or `size` is not the shape's byte size.
   Status add_tensor_view(std::string name, DType type, std::vector<uint64_t> dims,
                          const uint8_t* data, size_t size);
+  // Adds a tensor of an open File unchanged (its bytes viewed in place; the File must stay open).
+  Status add_tensor_view(const TensorInfo& tensor) {
+    return add_tensor_view(tensor.name, tensor.type, tensor.dims, tensor.data, tensor.n_bytes);
+  }
   // Adds a tensor that owns its bytes.
   Status add_tensor(std::string name, DType type, std::vector<uint64_t> dims,
                     std::vector<uint8_t> bytes);

@@ -27,7 +27,7 @@ Writer writer_from(const File& file) {
   Writer w;
   w.copy_metadata(file);
   for (const TensorInfo& t : file.tensors()) {
-    Status s = w.add_tensor_view(t.name, t.type, t.dims, t.data, t.n_bytes);
+    Status s = w.add_tensor_view(t);
     EXPECT_TRUE(s.ok()) << s.error().message;
   }
   return w;
