@@ -10,7 +10,7 @@ namespace {
 
 // Nested evaluation (expressions inside macro calls inside expressions) before failing, well
 // within an 8 MiB stack.
-constexpr int kMaxEvalDepth = 3000;
+constexpr int kMaxEvalDepth = 1000;
 
 Error type_error(std::string message) {
   return make_error(ErrorCode::kInvalidArgument, std::move(message));
@@ -306,7 +306,7 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
       return Value::string(a.as_string() + b.as_string());
     }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
-      STRATA_RETURN_IF_ERROR(check_size(a.as_list().size() + b.as_list().size()));
+      STRATA_RETURN_IF_ERROR(check_list_size(a.as_list().size() + b.as_list().size()));
       STRATA_RETURN_IF_ERROR(
           charge_steps(static_cast<int64_t>(a.as_list().size() + b.as_list().size())));
       ValueList items = a.as_list();
@@ -342,6 +342,7 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
       if (unit > 0 && static_cast<uint64_t>(n) > options_.max_output_bytes / unit + 1)
         return check_size(options_.max_output_bytes + 1).error();
       STRATA_RETURN_IF_ERROR(check_size(unit * static_cast<size_t>(n)));
+      if (seq.is_list()) STRATA_RETURN_IF_ERROR(check_list_size(unit * static_cast<size_t>(n)));
       STRATA_RETURN_IF_ERROR(
           charge_steps(static_cast<int64_t>(unit) * n / (seq.is_string() ? 64 : 1)));
       if (seq.is_string()) {

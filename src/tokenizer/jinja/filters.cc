@@ -171,7 +171,7 @@ Result<Value> filter_select(Interpreter& interp, std::string_view name, const Va
   test_args.positional.assign(args.positional.begin() + static_cast<long>(next),
                               args.positional.end());
   test_args.keyword = args.keyword;
-  STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+  STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
   ValueList out;
   for (const auto& item : items) {
     STRATA_RETURN_IF_ERROR(interp.charge_steps(1));
@@ -191,7 +191,7 @@ Result<Value> filter_select(Interpreter& interp, std::string_view name, const Va
 }
 
 Result<Value> filter_map(Interpreter& interp, const Value& input, const CallArgs& args) {
-  STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+  STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
   ValueList out;
   if (const Value* attribute = args.kwarg("attribute")) {
     const Value* fallback = args.kwarg("default");
@@ -226,7 +226,7 @@ Result<Value> filter_ordering(Interpreter& interp, std::string_view name, const 
     a.insert(a.begin(), std::nullopt);
   }
   bool reverse = arg_bool(a[0], false), case_sensitive = arg_bool(a[1], false);
-  STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+  STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
   STRATA_RETURN_IF_ERROR(interp.charge_steps(static_cast<int64_t>(items.size()) * 8));
   ValueList keys;
   for (const auto& item : items) {
@@ -284,7 +284,7 @@ Result<Value> filter_dictsort(Interpreter& interp, const Value& input, const Cal
 Result<Value> filter_join(Interpreter& interp, const Value& input, const CallArgs& args) {
   STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, "join", {"d", "attribute"}));
   std::string sep = a[0] ? py_str(*a[0]) : "";
-  STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+  STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     Value item = items[i];
@@ -334,7 +334,7 @@ Result<Value> filter_batch(Interpreter& interp, const Value& input, const CallAr
   STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, "batch", {"linecount", "fill_with"}, 1));
   STRATA_ASSIGN_OR_RETURN(int64_t n, arg_int(a[0], 1, "batch linecount"));
   if (n <= 0) return type_error("batch linecount must be positive");
-  STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+  STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
   STRATA_RETURN_IF_ERROR(interp.check_size(static_cast<size_t>(std::min<int64_t>(n, INT32_MAX))));
   ValueList out, row;
   for (auto& item : items) {
@@ -404,13 +404,13 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
     return input;
   }
   if (name == "first" || name == "last") {
-    STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+    STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
     if (items.empty())
       return Value::undefined("No " + std::string(name) + " item, sequence was empty.");
     return name == "first" ? items.front() : items.back();
   }
   if (name == "list") {
-    STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+    STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
     return Value::list(std::move(items));
   }
   if (name == "items") {
@@ -428,7 +428,7 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
         out.append(input.as_string(), offsets[i - 1], offsets[i] - offsets[i - 1]);
       return Value::string(std::move(out));
     }
-    STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+    STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items));
   }
@@ -479,7 +479,7 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
   }
   if (name == "sum") {
     STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"attribute", "start"}));
-    STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(input));
+    STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(input));
     Value total = a[1] ? *a[1] : Value::integer(0);
     for (const auto& item : items) {
       Value v = item;

@@ -147,6 +147,24 @@ Status Interpreter::charge_iterations(int64_t n) {
   return ok_status();
 }
 
+Result<ValueList> Interpreter::iterate_values(const Value& value) {
+  // A string becomes one value per code point; refuse before materializing a huge list.
+  if (value.is_string() &&
+      value.as_string().size() > static_cast<size_t>(options_.max_loop_iterations))
+    STRATA_RETURN_IF_ERROR(check_list_size(utf8_length(value.as_string())));
+  STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(value));
+  STRATA_RETURN_IF_ERROR(charge_steps(static_cast<int64_t>(items.size())));
+  return items;
+}
+
+Status Interpreter::check_list_size(size_t items) const {
+  if (items > static_cast<size_t>(options_.max_loop_iterations))
+    return make_error(ErrorCode::kOutOfRange,
+                      "list size limit (" + std::to_string(options_.max_loop_iterations) +
+                          " items, RenderOptions::max_loop_iterations) exceeded");
+  return ok_status();
+}
+
 Status Interpreter::charge_steps(int64_t n) {
   steps_ += n;
   if (steps_ > options_.max_steps)
@@ -319,7 +337,7 @@ Status Interpreter::exec_set(const Stmt& stmt, const std::shared_ptr<Frame>& fra
 Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
                                    std::string* out) {
   STRATA_ASSIGN_OR_RETURN(Value iterable, eval(*stmt.expr, frame));
-  auto items_or = iterate(iterable);
+  auto items_or = iterate_values(iterable);
   if (!items_or.ok()) return at_line(items_or.error(), stmt.line);
   ValueList items = std::move(items_or).value();
   if (stmt.cond) {

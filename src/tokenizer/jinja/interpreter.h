@@ -43,6 +43,10 @@ class Interpreter {
   Result<Value> get_item(const Value& object, const Value& key);
   // Fails when a string or list of `size` bytes/items would pass the output limit.
   Status check_size(size_t size) const;
+  // Fails when a list of `items` elements would pass the size limit (max_loop_iterations).
+  Status check_list_size(size_t items) const;
+  // iterate() with the list size limit applied and the work charged as evaluation steps.
+  Result<ValueList> iterate_values(const Value& value);
   // Charges loop iterations / evaluation steps against the limits.
   Status charge_iterations(int64_t n);
   Status charge_steps(int64_t n);

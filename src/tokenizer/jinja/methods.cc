@@ -164,12 +164,28 @@ Result<Value> string_method(Interpreter& interp, const std::string& s, std::stri
     STRATA_ASSIGN_OR_RETURN(int64_t maxsplit, arg_int(a[1], -1, "maxsplit"));
     std::optional<std::string_view> view;
     if (sep) view = *sep;
+    if (sep &&
+        s.size() / sep->size() >= static_cast<size_t>(interp.options().max_loop_iterations)) {
+      size_t count = 1;
+      for (size_t p = s.find(*sep); p != std::string::npos; p = s.find(*sep, p + sep->size()))
+        ++count;
+      STRATA_RETURN_IF_ERROR(interp.check_list_size(count));
+    } else if (!sep && s.size() / 2 >= static_cast<size_t>(interp.options().max_loop_iterations)) {
+      size_t words = 0;  // ASCII-whitespace word count, enough for a size guard
+      for (size_t i = 0; i < s.size(); ++i)
+        words += !py_is_space_ascii(s[i]) && (i == 0 || py_is_space_ascii(s[i - 1]));
+      STRATA_RETURN_IF_ERROR(interp.check_list_size(words));
+    }
     auto parts = name == "split" ? py_split(s, view, static_cast<long>(maxsplit))
                                  : py_rsplit(s, view, static_cast<long>(maxsplit));
     STRATA_RETURN_IF_ERROR(interp.charge_steps(static_cast<int64_t>(parts.size())));
     return string_list(std::move(parts));
   }
-  if (name == "splitlines") return string_list(py_splitlines(s));
+  if (name == "splitlines") {
+    STRATA_RETURN_IF_ERROR(
+        interp.check_list_size(static_cast<size_t>(std::count(s.begin(), s.end(), '\n'))));
+    return string_list(py_splitlines(s));
+  }
   if (name == "startswith" || name == "endswith") {
     STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"affix", "start", "end"}, 1));
     // Optional start/end are code point indices, clamped like a slice.
@@ -213,7 +229,7 @@ Result<Value> string_method(Interpreter& interp, const std::string& s, std::stri
   }
   if (name == "join") {
     STRATA_ASSIGN_OR_RETURN(auto a, bind_args(args, name, {"iterable"}, 1));
-    STRATA_ASSIGN_OR_RETURN(ValueList items, iterate(*a[0]));
+    STRATA_ASSIGN_OR_RETURN(ValueList items, interp.iterate_values(*a[0]));
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!items[i].is_string())

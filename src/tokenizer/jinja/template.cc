@@ -29,7 +29,11 @@ Result<std::string> Template::render(const nlohmann::ordered_json& context,
 
 Result<std::string> Template::render(const nlohmann::json& context,
                                      const RenderOptions& options) const {
-  return render(nlohmann::ordered_json::parse(context.dump()), options);
+  // dump() with replacement so invalid UTF-8 in the caller's strings cannot throw.
+  auto ordered = nlohmann::ordered_json::parse(
+      context.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), nullptr,
+      /*allow_exceptions=*/false);
+  return render(ordered, options);
 }
 
 }  // namespace strata::jinja

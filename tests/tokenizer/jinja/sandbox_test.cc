@@ -68,6 +68,20 @@ TEST(SandboxLimits, OutputSize) {
   EXPECT_TRUE(contains(error_of("{{ [1] * 100000000 }}", options), "output size limit"));
 }
 
+TEST(SandboxLimits, ListSize) {
+  RenderOptions options;
+  options.max_loop_iterations = 1000;
+  EXPECT_TRUE(contains(error_of("{% for c in 'x' * 5000 %}{% endfor %}", options),
+                       "list size limit (1000 items"));
+  EXPECT_TRUE(
+      contains(error_of("{{ ('a,' * 5000).split(',') | length }}", options), "list size limit"));
+  EXPECT_TRUE(contains(error_of("{{ ([0] * 600) + ([0] * 600) }}", options), "list size limit"));
+  EXPECT_TRUE(contains(error_of("{{ ('x' * 5000) | list | length }}", options), "list size limit"));
+  auto ok = render("{{ ('a,' * 500).split(',') | length }}", options);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(*ok, "501");
+}
+
 TEST(SandboxLimits, QuadraticWorkHitsStepLimit) {
   RenderOptions options;
   options.max_steps = 1'000'000;
