@@ -382,11 +382,26 @@ Result<Value> Interpreter::eval_binary(const std::string& op, const Value& a, co
       }
       return Value::integer(op == "//" ? q : r);
     }
+    // CPython's float_divmod: the quotient comes from fmod so that x == q*y + r stays exact.
     double x = a.as_double(), y = b.as_double();
-    if (op == "//") return Value::floating(std::floor(x / y));
-    double r = std::fmod(x, y);
-    if (r != 0 && ((r < 0) != (y < 0))) r += y;
-    return Value::floating(r);
+    double mod = std::fmod(x, y);
+    double div = (x - mod) / y;
+    if (mod != 0.0) {
+      if ((y < 0) != (mod < 0)) {
+        mod += y;
+        div -= 1.0;
+      }
+    } else {
+      mod = std::copysign(0.0, y);
+    }
+    double floordiv = 0.0;
+    if (div != 0.0) {
+      floordiv = std::floor(div);
+      if (div - floordiv > 0.5) floordiv += 1.0;
+    } else {
+      floordiv = std::copysign(0.0, x / y);
+    }
+    return Value::floating(op == "//" ? floordiv : mod);
   }
   if (op == "**") {
     if (!numbers) return unsupported_operands(op, a, b);

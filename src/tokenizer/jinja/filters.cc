@@ -446,6 +446,9 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
   // These call int()/float()/str.splitlines on the input, which fails for Undefined in jinja2.
   if (input.is_undefined() && (name == "indent" || name == "int" || name == "float"))
     return type_error(input.undefined_hint());
+  if (name == "indent" && !input.is_string())  // jinja2 appends "\n" to the value: str only
+    return type_error("can only concatenate " + std::string(input.type_name()) +
+                      " (not \"str\") to " + std::string(input.type_name()));
   if (name == "indent") return filter_indent(interp, input, args);
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")
     return filter_select(interp, name, input, args);
@@ -466,6 +469,9 @@ Result<Value> run_filter(Interpreter& interp, std::string_view name, const Value
     STRATA_ASSIGN_OR_RETURN(int64_t precision, arg_int(a[0], 0, "round precision"));
     STRATA_ASSIGN_OR_RETURN(std::string method, arg_string(a[1], "common", "round method"));
     if (!input.is_number()) return type_error("round() needs a number");
+    // Python's round(int, ndigits) returns the int unchanged for ndigits >= 0.
+    if (input.is_integral() && precision >= 0 && method == "common")
+      return Value::integer(input.as_int());
     if (precision < -300 || precision > 300) return Value::floating(input.as_double());
     double scale = std::pow(10.0, static_cast<double>(precision));
     double x = input.as_double() * scale;

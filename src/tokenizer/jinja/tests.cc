@@ -1,5 +1,6 @@
 // jinja2's builtin tests (jinja2/tests.py), on interpreter values.
 #include <algorithm>
+#include <cmath>
 
 #include "tokenizer/jinja/builtins.h"
 
@@ -83,6 +84,12 @@ Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& i
     return cased && ok;
   }
   if (name == "odd" || name == "even") {
+    // jinja2: value % 2 == 1 (odd) / value % 2 == 0 (even), so floats work too.
+    if (input.is_float()) {
+      double r = std::fmod(input.as_double(), 2.0);
+      if (r < 0) r += 2.0;
+      return name == "odd" ? r == 1.0 : r == 0.0;
+    }
     STRATA_ASSIGN_OR_RETURN(int64_t v, int_operand(input, name));
     bool odd = (v % 2) != 0;
     return name == "odd" ? odd : !odd;
