@@ -27,10 +27,6 @@ std::vector<uint8_t> random_rows(DType type, size_t rows, size_t cols, uint32_t 
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
   std::uniform_real_distribution<float> scale(0.001f, 0.05f);
   const size_t block_bytes = traits(type).type_size;
-  auto put_half = [&](size_t offset, float v) {
-    const uint16_t h = fp32_to_fp16(v);
-    for (size_t i = 0; i < bytes.size(); i += block_bytes) std::memcpy(&bytes[i + offset], &h, 2);
-  };
   // Offsets of the f16 fields in each block struct; each block gets its own random value.
   std::vector<size_t> half_offsets;
   switch (type) {
@@ -59,7 +55,6 @@ std::vector<uint8_t> random_rows(DType type, size_t rows, size_t cols, uint32_t 
     default:
       break;
   }
-  (void)put_half;
   for (size_t i = 0; i < bytes.size(); i += block_bytes) {
     for (size_t off : half_offsets) {
       // Q4_1/Q5_1 mins are signed offsets; the other fields are positive scales.
