@@ -125,8 +125,7 @@ Result<std::string> Interpreter::render(const StmtList& body, const Dict& contex
     frame->set(k.as_string(), v);
   }
   std::string out;
-  STRATA_ASSIGN_OR_RETURN(Flow flow, exec_body(body, frame, &out));
-  (void)flow;
+  STRATA_RETURN_IF_ERROR(exec_body(body, frame, &out));
   return out;
 }
 
@@ -228,8 +227,7 @@ Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& f
     }
     case StmtKind::kSetBlock: {
       std::string text;
-      STRATA_ASSIGN_OR_RETURN(Flow flow, exec_body(stmt.body, frame, &text));
-      (void)flow;
+      STRATA_RETURN_IF_ERROR(exec_body(stmt.body, frame, &text));
       STRATA_ASSIGN_OR_RETURN(
           Value v, apply_filter_chain(stmt.filters, Value::string(std::move(text)), frame));
       STRATA_RETURN_IF_ERROR(exec_set(stmt, frame, std::move(v)));
@@ -253,8 +251,7 @@ Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& f
     }
     case StmtKind::kFilterBlock: {
       std::string text;
-      STRATA_ASSIGN_OR_RETURN(Flow flow, exec_body(stmt.body, frame, &text));
-      (void)flow;
+      STRATA_RETURN_IF_ERROR(exec_body(stmt.body, frame, &text));
       STRATA_ASSIGN_OR_RETURN(
           Value v, apply_filter_chain(stmt.filters, Value::string(std::move(text)), frame));
       auto status = append_output(out, py_str(v));

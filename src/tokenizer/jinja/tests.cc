@@ -160,7 +160,6 @@ Result<bool> run_test(Interpreter& interp, std::string_view name, const Value& i
              std::end(kFilterNames);
     return std::find(std::begin(kTestNames), std::end(kTestNames), wanted) != std::end(kTestNames);
   }
-  (void)interp;
   return make_error(ErrorCode::kUnsupported, "unsupported test '" + std::string(name) + "'");
 }
 
