@@ -130,13 +130,13 @@ class Parser {
       return invalid("not a GGUF file: magic is " + quoted_name(magic) + ", expected \"GGUF\"");
     }
     STRATA_ASSIGN_OR_RETURN(uint32_t version, read<uint32_t>("header"));
-    // A big-endian file (allowed since v3) stores the version byte-swapped.
     if (version == 1) {
       return make_error(ErrorCode::kUnsupported,
                         "GGUF version 1 is not supported (strata reads versions 2 and 3); "
                         "re-convert the model with a current llama.cpp");
     }
     if (version != 2 && version != 3) {
+      // A big-endian file (allowed since v3) stores the version byte-swapped.
       uint32_t swapped = __builtin_bswap32(version);
       if (swapped >= 1 && swapped <= 3) {
         return make_error(
