@@ -154,12 +154,101 @@ HWY_INLINE void DotQ32X86(const typename Format::Block* HWY_RESTRICT w, const Ac
   }
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// AVX-512 path: two blocks per 512-bit register. The offset formats (Q4_0, Q5_0) are made signed
+// (u - offset) and, like Q8_0, multiplied as |w| times a with a's sign flipped where w < 0, so no
+// per-token correction is needed; the f32 scale is d_w (shared by the tile) times d_a.
+// AVX3_DL adds VNNI's vpdpbusd (one instruction for maddubs + madd). Its 256-bit form would be
+// emitted VEX-encoded (AVX-VNNI, which Highway does not check for), so only the 512-bit form is
+// used, in a function compiled with avx512vnni and called (not inlined) from the dispatch code.
+#if HWY_TARGET == HWY_AVX3_DL
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+#endif
+
+HWY_INLINE __m512i DotU8I8x64(__m512i u, __m512i a) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, a);
+#else
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(u, a), _mm512_set1_epi16(1));
+#endif
+}
+
+HWY_INLINE __m512i Join256(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+HWY_INLINE __m512 JoinBroadcast(float lo, float hi) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(lo)), _mm256_set1_ps(hi), 1);
+}
+
+template <class Format>
+HWY_INLINE __m256i SignedOrUnsignedQuants(const typename Format::Block& blk) {
+  __m256i u;
+  if constexpr (Format::kSignedBytes) {
+    return Load256(blk.qs);
+  } else if constexpr (Format::kFifthBit) {
+    u = _mm256_or_si256(UnpackNibbles32(blk.qs), FifthBits32(blk.qh));
+  } else {
+    u = UnpackNibbles32(blk.qs);
+  }
+  if constexpr (Format::kOffset != 0) {
+    u = _mm256_sub_epi8(u, _mm256_set1_epi8(static_cast<char>(Format::kOffset)));
+  }
+  return u;
+}
+
+template <class Format, size_t kT>
+HWY_NOINLINE void DotQ32X512(const typename Format::Block* HWY_RESTRICT w,
+                             const ActBlockQ8* const* a, size_t blocks, float* out) {
+  // Formats whose quants carry a sign after the offset use the |w| / sign-flip product.
+  constexpr bool kSigned = Format::kSignedBytes || Format::kOffset != 0;
+  __m512 acc[kT];
+  __m256 tail[kT];
+  float min_acc[kT] = {};
+  for (size_t t = 0; t < kT; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    tail[t] = _mm256_setzero_ps();
+  }
+  size_t b = 0;
+  for (; b + 1 < blocks; b += 2) {
+    const __m512i q =
+        Join256(SignedOrUnsignedQuants<Format>(w[b]), SignedOrUnsignedQuants<Format>(w[b + 1]));
+    const __m512i q_abs = kSigned ? _mm512_abs_epi8(q) : q;
+    const __mmask64 negative = kSigned ? _mm512_movepi8_mask(q) : 0;
+    const __m512 dw = JoinBroadcast(HalfToFloat(w[b].d), HalfToFloat(w[b + 1].d));
+    for (size_t t = 0; t < kT; ++t) {
+      const ActBlockQ8& x0 = a[t][b];
+      const ActBlockQ8& x1 = a[t][b + 1];
+      __m512i va = Join256(Load256(x0.qs), Load256(x1.qs));
+      if constexpr (kSigned) va = _mm512_mask_sub_epi8(va, negative, _mm512_setzero_si512(), va);
+      const __m512 p = _mm512_cvtepi32_ps(DotU8I8x64(q_abs, va));
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(p, JoinBroadcast(x0.d, x1.d)), dw, acc[t]);
+      if constexpr (Format::kHasMin) {
+        min_acc[t] += BlockMin<Format>(w[b]) * x0.d * x0.sum;
+        min_acc[t] += BlockMin<Format>(w[b + 1]) * x1.d * x1.sum;
+      }
+    }
+  }
+  if (b < blocks) AccumulateQ32BlockX86<Format, kT>(w[b], a, b, tail, min_acc);
+  for (size_t t = 0; t < kT; ++t) {
+    out[t] = _mm512_reduce_add_ps(acc[t]) + HorizontalSum(tail[t]) + min_acc[t];
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+#pragma GCC pop_options
+#endif
+#endif  // HWY_AVX3 || HWY_AVX3_DL
+
 #endif  // STRATA_X86_INT8_DOT
 
 template <class Format, size_t kT>
 HWY_INLINE void DotQ32(const void* row, const ActBlockQ8* const* a, size_t blocks, float* out) {
   const auto* w = static_cast<const typename Format::Block*>(row);
-#if STRATA_X86_INT8_DOT
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  DotQ32X512<Format, kT>(w, a, blocks, out);
+#elif STRATA_X86_INT8_DOT
   DotQ32X86<Format, kT>(w, a, blocks, out);
 #else
   DotQ32Portable<Format, kT>(w, a, blocks, out);

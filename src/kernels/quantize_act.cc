@@ -8,13 +8,20 @@ namespace {
 // Quantizes n values with one scale; returns d (0 for an all-zero block, whose quants are 0).
 float quantize_symmetric(const float* x, int8_t* q, size_t n) {
   float amax = 0.0f;
-  for (size_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  for (size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    amax = a > amax ? a : amax;
+  }
   const float d = amax / 127.0f;
   const float inv = d != 0.0f ? 1.0f / d : 0.0f;
+  // Round half to even by adding and subtracting 1.5 * 2^23: for |v| < 2^22 the sum has no
+  // fraction bits left, so the FPU's default rounding does the work (std::nearbyint would be a
+  // libm call per element on baseline x86-64, which dominated small matvecs).
+  constexpr float kRoundMagic = 12582912.0f;
   for (size_t i = 0; i < n; ++i) {
-    // nearbyint rounds half to even, and |x * inv| <= 127 (up to rounding) keeps it in int8.
-    const float v = std::nearbyint(x[i] * inv);
-    q[i] = static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, v)));
+    const float v = (x[i] * inv + kRoundMagic) - kRoundMagic;
+    // |x * inv| <= 127 up to rounding; the clamp guards the int8 range.
+    q[i] = static_cast<int8_t>(v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v));
   }
   return d;
 }
