@@ -53,18 +53,19 @@ class MacroCallable : public Callable {
   std::string name_;
 };
 
-// loop.cycle(a, b, ...): the argument at loop.index0 modulo their count.
+// loop.cycle(a, b, ...): the argument at loop.index0 modulo their count. Like jinja2's
+// LoopContext, it follows the loop's current index.
 class LoopCycle : public Callable {
  public:
-  explicit LoopCycle(int64_t index0) : index0_(index0) {}
+  explicit LoopCycle(std::shared_ptr<const int64_t> index0) : index0_(std::move(index0)) {}
   Result<Value> call(Interpreter&, CallArgs args, int) const override {
     if (args.positional.empty()) return type_error("no items for cycling given");
-    return args.positional[static_cast<size_t>(index0_) % args.positional.size()];
+    return args.positional[static_cast<size_t>(*index0_) % args.positional.size()];
   }
   std::string describe() const override { return "<bound method LoopContext.cycle>"; }
 
  private:
-  int64_t index0_;
+  std::shared_ptr<const int64_t> index0_;
 };
 
 }  // namespace
@@ -355,31 +356,61 @@ Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame
     return exec_body(stmt.else_body, frame, out);
   }
   const int64_t length = static_cast<int64_t>(items.size());
+  // The `loop` keys and loop.cycle are built once per loop, not per iteration.
+  enum LoopKey {
+    kIndex,
+    kIndex0,
+    kRevindex,
+    kRevindex0,
+    kFirst,
+    kLast,
+    kLength,
+    kDepth,
+    kDepth0,
+    kCycle,
+    kPrevitem,
+    kNextitem,
+    kKeyCount
+  };
+  static constexpr const char* kKeyNames[kKeyCount] = {"index",  "index0", "revindex", "revindex0",
+                                                       "first",  "last",   "length",   "depth",
+                                                       "depth0", "cycle",  "previtem", "nextitem"};
+  Value keys[kKeyCount];
+  for (int k = 0; k < kKeyCount; ++k) keys[k] = Value::string(kKeyNames[k]);
+  auto cycle_index = std::make_shared<int64_t>(0);
+  Value cycle = Value::callable(std::make_shared<LoopCycle>(cycle_index));
+  std::shared_ptr<Frame> loop_frame;
   for (int64_t i = 0; i < length; ++i) {
     auto status = charge_iterations(1);
     if (!status.ok()) return at_line(status.error(), stmt.line);
     const Value& item = items[static_cast<size_t>(i)];
     // Each iteration gets a fresh scope: jinja2 does not carry `set`s over to the next one.
-    auto loop_frame = std::make_shared<Frame>();
-    loop_frame->parent = frame;
+    // Macros hold frames weakly, so the previous iteration's frame is reusable once emptied.
+    if (!loop_frame || loop_frame.use_count() > 1) {
+      loop_frame = std::make_shared<Frame>();
+      loop_frame->parent = frame;
+    } else {
+      loop_frame->vars.clear();
+    }
     STRATA_RETURN_IF_ERROR(assign_targets(stmt.targets, item, loop_frame.get(), stmt.line));
+    *cycle_index = i;
     Dict loop;
-    loop.items.reserve(12);
-    const auto put = [&](const char* key, Value v) {
-      loop.items.emplace_back(Value::string(key), std::move(v));
+    loop.items.reserve(kKeyCount);
+    const auto put = [&](LoopKey key, Value v) {
+      loop.items.emplace_back(keys[key], std::move(v));
     };
-    put("index", Value::integer(i + 1));
-    put("index0", Value::integer(i));
-    put("revindex", Value::integer(length - i));
-    put("revindex0", Value::integer(length - i - 1));
-    put("first", Value::boolean(i == 0));
-    put("last", Value::boolean(i == length - 1));
-    put("length", Value::integer(length));
-    put("depth", Value::integer(1));
-    put("depth0", Value::integer(0));
-    if (i > 0) put("previtem", items[static_cast<size_t>(i - 1)]);
-    if (i + 1 < length) put("nextitem", items[static_cast<size_t>(i + 1)]);
-    put("cycle", Value::callable(std::make_shared<LoopCycle>(i)));
+    put(kIndex, Value::integer(i + 1));
+    put(kIndex0, Value::integer(i));
+    put(kRevindex, Value::integer(length - i));
+    put(kRevindex0, Value::integer(length - i - 1));
+    put(kFirst, Value::boolean(i == 0));
+    put(kLast, Value::boolean(i == length - 1));
+    put(kLength, Value::integer(length));
+    put(kDepth, Value::integer(1));
+    put(kDepth0, Value::integer(0));
+    put(kCycle, cycle);
+    if (i > 0) put(kPrevitem, items[static_cast<size_t>(i - 1)]);
+    if (i + 1 < length) put(kNextitem, items[static_cast<size_t>(i + 1)]);
     loop_frame->set("loop", Value::dict(std::move(loop)));
     STRATA_ASSIGN_OR_RETURN(Flow flow, exec_body(stmt.body, loop_frame, out));
     if (flow == Flow::kBreak) break;

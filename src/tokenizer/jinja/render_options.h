@@ -17,7 +17,7 @@ struct RenderOptions {
   size_t max_output_bytes = 16u << 20;
   // Evaluation steps (expressions evaluated plus elements copied) over the whole render, so that
   // templates with quadratic work fail instead of hanging.
-  int64_t max_steps = 200'000'000;
+  int64_t max_steps = 20'000'000;
   // The time strftime_now() formats, as a broken-down local time; unset = now, local time zone
   // (what transformers does). Tests pin it.
   std::optional<std::tm> now;
