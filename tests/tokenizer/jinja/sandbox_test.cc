@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tokenizer/jinja/template.h"
 
@@ -167,6 +169,26 @@ TEST(Template, ParsedOnceRendersRepeatedlyWithoutSharedState) {
     ASSERT_TRUE(out.ok());
     EXPECT_EQ(*out, "3");
   }
+}
+
+TEST(Template, ConcurrentRendersOfOneTemplateAgree) {
+  auto tmpl = Template::parse(
+      "{% macro m(x) %}<{{ x }}>{% endmacro %}{% for i in range(200) %}{{ m(i) }}{% endfor %}");
+  ASSERT_TRUE(tmpl.ok());
+  auto expected = tmpl->render(nlohmann::ordered_json::object(), RenderOptions{});
+  ASSERT_TRUE(expected.ok());
+  std::vector<std::string> outputs(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < outputs.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        auto out = tmpl->render(nlohmann::ordered_json::object(), RenderOptions{});
+        outputs[t] = out.ok() ? *out : out.error().message;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& out : outputs) EXPECT_EQ(out, *expected);
 }
 
 TEST(Template, PlainJsonContextIsAccepted) {
