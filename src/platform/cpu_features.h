@@ -6,7 +6,8 @@
 
 namespace strata {
 
-// Human-readable list of the SIMD targets Highway can use here, best first (e.g. "AVX3_ZEN4 AVX3 AVX2").
+// Human-readable list of the SIMD targets Highway can use here, best first (e.g. "AVX3_ZEN4 AVX3
+// AVX2").
 std::string simd_targets_description();
 // Number of hardware threads (logical cores).
 unsigned hardware_threads();

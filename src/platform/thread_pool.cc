@@ -1,5 +1,7 @@
 #include "platform/thread_pool.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -19,6 +21,17 @@ inline void cpu_relax() {
 // one forward pass, short enough not to burn a core while the engine is idle.
 constexpr int kSpinRounds = 1 << 14;
 
+constexpr uint64_t kFieldBits = 24;
+constexpr uint64_t kFieldMask = (uint64_t{1} << kFieldBits) - 1;
+constexpr size_t kMaxJobSize = kFieldMask;  // indices per job; larger loops run in rounds
+
+constexpr uint64_t pack(uint64_t job, uint64_t count, uint64_t next) {
+  return (job << (2 * kFieldBits)) | (count << kFieldBits) | next;
+}
+constexpr uint64_t job_of(uint64_t s) { return s >> (2 * kFieldBits); }
+constexpr uint64_t count_of(uint64_t s) { return (s >> kFieldBits) & kFieldMask; }
+constexpr uint64_t next_of(uint64_t s) { return s & kFieldMask; }
+
 }  // namespace
 
 ThreadPool::ThreadPool(size_t num_threads) {
@@ -31,46 +44,61 @@ ThreadPool::ThreadPool(size_t num_threads) {
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
-  generation_.fetch_add(1);
-  generation_.notify_all();
+  job_ = (job_ + 1) & 0xFFFF;
+  state_.store(pack(job_, 0, 0));
+  state_.notify_all();
   for (std::thread& w : workers_) w.join();
 }
 
 void ThreadPool::drain(size_t thread_id) {
-  const size_t n = task_count_;
-  for (size_t i = next_index_.fetch_add(1); i < n; i = next_index_.fetch_add(1)) {
-    task_fn_(task_ctx_, i, thread_id);
+  uint64_t s = state_.load(std::memory_order_acquire);
+  while (next_of(s) < count_of(s)) {
+    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
+      task_fn_(task_ctx_, next_of(s), thread_id);
+      done_.fetch_add(1, std::memory_order_release);
+      s = state_.load(std::memory_order_acquire);
+    }
   }
 }
 
 void ThreadPool::run(size_t n, TaskFn fn, void* ctx) {
-  task_fn_ = fn;
-  task_ctx_ = ctx;
-  task_count_ = n;
-  next_index_.store(0);
-  busy_workers_.store(workers_.size());
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
-  drain(0);
-  while (busy_workers_.load(std::memory_order_acquire) != 0) cpu_relax();
+  for (size_t base = 0; base < n; base += kMaxJobSize) {
+    const size_t count = std::min(kMaxJobSize, n - base);
+    // Larger loops are split into rounds; the wrapper shifts indices back into place.
+    struct Round {
+      TaskFn fn;
+      void* ctx;
+      size_t base;
+    } round{fn, ctx, base};
+    task_fn_ = base == 0 ? fn : [](void* c, size_t i, size_t t) {
+      auto* r = static_cast<Round*>(c);
+      r->fn(r->ctx, r->base + i, t);
+    };
+    task_ctx_ = base == 0 ? ctx : &round;
+    done_.store(0, std::memory_order_relaxed);
+    job_ = (job_ + 1) & 0xFFFF;
+    state_.store(pack(job_, count, 0), std::memory_order_release);
+    state_.notify_all();
+    drain(0);
+    while (done_.load(std::memory_order_acquire) != count) cpu_relax();
+  }
 }
 
 void ThreadPool::worker_loop(size_t thread_id) {
-  uint64_t seen = 0;
+  uint64_t seen_job = 0;
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < kSpinRounds; ++spin) {
+    uint64_t s = state_.load(std::memory_order_acquire);
+    for (int spin = 0; job_of(s) == seen_job && spin < kSpinRounds; ++spin) {
       cpu_relax();
-      gen = generation_.load(std::memory_order_acquire);
+      s = state_.load(std::memory_order_acquire);
     }
-    if (gen == seen) {
-      generation_.wait(seen);
+    if (job_of(s) == seen_job) {
+      state_.wait(s, std::memory_order_acquire);
       continue;
     }
-    seen = gen;
     if (stop_.load()) return;
+    seen_job = job_of(s);
     drain(thread_id);
-    busy_workers_.fetch_sub(1, std::memory_order_release);
   }
 }
 

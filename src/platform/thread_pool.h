@@ -43,16 +43,18 @@ class ThreadPool {
 
   void run(size_t n, TaskFn fn, void* ctx);
   void worker_loop(size_t thread_id);
+  // Claims and runs indices of the current job until none is left.
   void drain(size_t thread_id);
 
   std::vector<std::thread> workers_;
-  // The current job; published by bumping generation_.
-  TaskFn task_fn_ = nullptr;
+  // The current job as one word: [job id:16][index count:24][next index:24]. Claiming an index
+  // is a compare-and-swap on the whole word, so a worker that wakes late can never claim an
+  // index of a job that has moved on, and the caller never waits for workers that found nothing.
+  std::atomic<uint64_t> state_{0};
+  std::atomic<size_t> done_{0};  // indices of the current job that have finished
+  TaskFn task_fn_ = nullptr;     // written only between jobs
   void* task_ctx_ = nullptr;
-  size_t task_count_ = 0;
-  std::atomic<size_t> next_index_{0};
-  std::atomic<size_t> busy_workers_{0};
-  std::atomic<uint64_t> generation_{0};
+  uint64_t job_ = 0;
   std::atomic<bool> stop_{false};
 };
 
