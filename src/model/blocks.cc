@@ -86,25 +86,37 @@ void apply_rope(const ModelConfig& c, const Vector& freq_factors, const Batch& b
   }
 }
 
+namespace {
+// Multiply-adds of q·k and p·v below which attention is not worth spreading over threads.
+constexpr size_t kMinParallelAttentionWork = size_t{1} << 15;
+}  // namespace
+
 void attention(const ModelConfig& c, size_t layer, const Batch& batch, const float* q,
                const float* k, const float* v, kv::KvCache& cache, float* out, ThreadPool& pool) {
   // Every position of the batch is stored first, so an entry attends to the earlier entries of
   // its own sequence in this batch as well as to the cache.
-  size_t max_ctx = 0;
   for (size_t t = 0; t < batch.size(); ++t) {
     cache.write(batch[t].seq, batch[t].pos, layer, k + t * c.kv_dim(), v + t * c.kv_dim());
-    max_ctx = std::max<size_t>(max_ctx, batch[t].pos + 1);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const size_t group = c.n_heads / c.n_kv_heads;
-  std::vector<float> scores(pool.num_threads() * max_ctx);
-  pool.parallel_for(batch.size() * c.n_heads, [&](size_t task, size_t thread) {
+  std::vector<float> scratch(pool.num_threads() * c.head_dim);
+  auto attend = [&](size_t task, size_t thread) {
     const size_t t = task / c.n_heads, h = task % c.n_heads;
     const BatchEntry& e = batch[t];
     kv::attend_head(cache.pool(), cache.page_table(e.seq), layer, h / group, e.pos + 1,
                     q + (t * c.n_heads + h) * c.head_dim, scale,
-                    out + (t * c.n_heads + h) * c.head_dim, scores.data() + thread * max_ctx);
-  });
+                    out + (t * c.n_heads + h) * c.head_dim, scratch.data() + thread * c.head_dim);
+  };
+  // Handing work to other threads costs microseconds (more when cores are shared), so a small
+  // attention (short contexts, small heads) runs on the calling thread.
+  size_t work = 0;
+  for (const BatchEntry& e : batch) work += (e.pos + 1) * c.n_heads * c.head_dim;
+  if (work < kMinParallelAttentionWork) {
+    for (size_t task = 0; task < batch.size() * c.n_heads; ++task) attend(task, 0);
+  } else {
+    pool.parallel_for(batch.size() * c.n_heads, attend);
+  }
 }
 
 void swiglu_rows(float* gate, const float* up, size_t n_tokens, size_t n) {
