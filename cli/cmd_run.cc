@@ -1,0 +1,88 @@
+// strata run: stream a continuation of a prompt.
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace strata::cli {
+namespace {
+
+struct RunFlags {
+  EngineOptions engine;
+  std::string prompt;
+  int n_predict = 128;
+  SamplingOptions sampling;
+  uint64_t seed = 0;
+  bool seed_set = false;
+  bool ids = false;
+  bool ignore_eos = false;
+};
+
+int run(const RunFlags& f) {
+  int code = kExitOk;
+  std::unique_ptr<Engine> engine = load_engine(f.engine, code);
+  if (!engine) return code;
+
+  GenerationRequest request;
+  request.prompt = engine->tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
+  request.max_tokens = f.n_predict;
+  request.sampling = f.sampling;
+  request.sampling.seed = f.seed_set ? f.seed : std::random_device{}();
+  request.ignore_eos = f.ignore_eos;
+  if (!f.seed_set)
+    std::fprintf(stderr, "seed: %llu\n", static_cast<unsigned long long>(request.sampling.seed));
+
+  bool first = true;
+  Result<GenerationStats> stats = engine->generate(request, [&](const TokenEvent& e) {
+    if (f.ids) {
+      if (e.token >= 0) std::printf(first ? "%d" : " %d", e.token);
+      first = false;
+    } else {
+      std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+    }
+    std::fflush(stdout);
+    return true;
+  });
+  std::printf("\n");
+  if (!stats.ok()) return report(stats.error());
+  const GenerationStats& s = *stats;
+  std::fprintf(
+      stderr,
+      "prompt: %zu tokens, %.1f tokens/s | generation: %zu tokens, %.1f tokens/s | finish: %s\n",
+      s.prompt_tokens, s.prompt_tokens / std::max(s.prompt_seconds, 1e-9), s.generated_tokens,
+      s.generated_tokens > 1 ? (s.generated_tokens - 1) / std::max(s.generate_seconds, 1e-9) : 0.0,
+      finish_reason_name(s.finish));
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* sub =
+      app.add_subcommand("run", "generate a continuation of a prompt, streamed to stdout");
+  add_model_flags(*sub, f->engine);
+  sub->add_option("-p,--prompt", f->prompt, "prompt text");
+  sub->add_option("-n,--n-predict", f->n_predict, "tokens to generate at most")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--temp", f->sampling.temperature, "temperature (0: greedy)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--top-k", f->sampling.top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--top-p", f->sampling.top_p, "top-p (1: off)")->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--min-p", f->sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--repeat-penalty", f->sampling.repeat_penalty, "repetition penalty (1: off)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--repeat-last-n", f->sampling.repeat_last_n,
+                  "tokens the repetition penalty looks back");
+  sub->add_option("--presence-penalty", f->sampling.presence_penalty, "presence penalty");
+  sub->add_option("--frequency-penalty", f->sampling.frequency_penalty, "frequency penalty");
+  sub->add_option("--seed", f->seed, "sampling seed (default: random, printed on stderr)")
+      ->each([f](const std::string&) { f->seed_set = true; });
+  sub->add_flag("--ids", f->ids, "print the generated token ids instead of text");
+  sub->add_flag("--ignore-eos", f->ignore_eos, "keep generating past end-of-generation tokens");
+  return {sub, [f] { return run(*f); }};
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,34 @@
+#include "cli/common.h"
+
+#include "cli/commands.h"
+
+namespace strata::cli {
+
+int report(const Error& error) {
+  std::fprintf(stderr, "error: %s\n", error.message.c_str());
+  return kExitBadInput;
+}
+
+void add_model_flags(CLI::App& sub, EngineOptions& options) {
+  sub.add_option("-m,--model", options.model_path, "GGUF model file")->required();
+  sub.add_option("-t,--threads", options.threads, "threads (0: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_option("-c,--ctx-size", options.context,
+                 "context size in tokens (0: the model's, at most 4096)")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_flag("--mmap", options.use_mmap,
+               "memory-map the weights instead of reading them into memory (faster start, but the "
+               "page cache may evict them mid-run)");
+}
+
+std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code) {
+  Result<std::unique_ptr<Engine>> engine = Engine::create(options);
+  if (!engine.ok()) {
+    exit_code = report(engine.error());
+    return nullptr;
+  }
+  exit_code = kExitOk;
+  return std::move(engine).value();
+}
+
+}  // namespace strata::cli

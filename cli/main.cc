@@ -1,0 +1,25 @@
+// strata: run, inspect and measure GGUF language models on the CPU.
+#include <CLI/CLI.hpp>
+#include <vector>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace strata::cli;
+  CLI::App app{"strata: a CPU inference engine for GGUF language models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "strata 0.1.0");
+  const std::vector<Command> commands = {
+      add_run_command(app),      add_info_command(app),       add_logits_command(app),
+      add_tokenize_command(app), add_detokenize_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitBadInput;
+  }
+  for (const Command& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  return kExitBadInput;
+}

@@ -1,0 +1,126 @@
+// strata's public API: everything the CLI, the server and the benchmarks use.
+//
+// An Engine owns a model, its KV cache and a thread pool, and runs requests in steps (schedule,
+// execute, mask, sample, update). generate() runs one request to completion; submit() + step()
+// run many at once with continuous batching.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace strata {
+
+using TokenId = int32_t;
+
+struct EngineOptions {
+  std::string model_path;
+  int threads = 0;         // 0: one per hardware thread
+  int context = 0;         // tokens per sequence; 0: the model's training context, capped at 4096
+  int max_sequences = 1;   // sequences decoded at once; the KV pool holds context * max_sequences
+  int batch_tokens = 512;  // tokens per forward pass (prompt chunks and decode tokens together)
+  int page_size = 32;      // positions per KV page
+  bool use_mmap = false;   // map weights instead of reading them into resident memory
+  bool kv_f16 = true;      // store the KV cache as f16 (else f32)
+};
+
+struct SamplingOptions {
+  float temperature = 0.8f;  // 0: greedy
+  int top_k = 40;            // 0: off
+  float top_p = 0.95f;       // 1: off
+  float min_p = 0.05f;       // 0: off
+  float repeat_penalty = 1.0f;
+  int repeat_last_n = 64;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  std::map<TokenId, float> logit_bias;
+  uint64_t seed = 0;
+};
+
+struct GenerationRequest {
+  std::vector<TokenId> prompt;  // already tokenized (with BOS if the model wants one)
+  int max_tokens = 128;  // new tokens at most; generation also ends at end-of-generation tokens
+  SamplingOptions sampling;
+  std::vector<std::string> stop;  // generation ends before any of these strings
+  bool ignore_eos = false;
+};
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason reason);
+
+// One step's output for one request: a new token, the text it completes (whole UTF-8
+// characters only; text that may begin a stop string is held back until it cannot), and whether
+// the request has finished.
+struct TokenEvent {
+  TokenId token = -1;
+  std::string text;
+  FinishReason finish = FinishReason::kNone;
+  std::string error;  // with kError
+};
+
+// Returns false to cancel the request.
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+
+struct GenerationStats {
+  size_t prompt_tokens = 0;
+  size_t generated_tokens = 0;
+  double prompt_seconds = 0;    // submit to first token
+  double generate_seconds = 0;  // first token to finish
+  FinishReason finish = FinishReason::kNone;
+};
+
+struct ModelSummary {
+  std::string architecture;
+  std::string name;
+  size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0;
+  size_t context = 0;        // the engine's context per sequence
+  size_t weight_bytes = 0;   // bytes of weights read per generated token
+  std::string simd_targets;  // SIMD targets the kernels can dispatch to
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const ModelSummary& model() const;
+
+  // Text to token ids. add_special adds BOS/EOS as the model's metadata asks; parse_special
+  // turns the text of control tokens (e.g. "<|im_end|>") into those tokens.
+  std::vector<TokenId> tokenize(std::string_view text, bool add_special, bool parse_special) const;
+  std::string detokenize(std::span<const TokenId> ids) const;
+  std::string token_piece(TokenId id) const;
+
+  // Runs one request to completion (alone or alongside submitted ones), calling on_token for
+  // every generated token.
+  Result<GenerationStats> generate(const GenerationRequest& request, const TokenCallback& on_token);
+
+  // Continuous batching: submit() queues a request and returns its id; step() runs one engine
+  // step for all active requests, calling their callbacks; has_work() says whether any remain.
+  Result<uint64_t> submit(const GenerationRequest& request, TokenCallback on_token);
+  Status step();
+  bool has_work() const;
+
+  // Logits after evaluating `tokens` in one fresh sequence: the last position's ([n_vocab]), or
+  // every position's ([n_tokens][n_vocab]) with all_positions.
+  Result<std::vector<float>> evaluate(std::span<const TokenId> tokens, bool all_positions = false);
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// `strata info`: the file's metadata and tensor table, as text or JSON, without loading weights.
+Result<std::string> describe_model_file(const std::string& path, bool json);
+
+}  // namespace strata

@@ -1,0 +1,321 @@
+// The Engine: one step = schedule, execute (one batched forward), mask + sample, update.
+#include "strata/engine.h"
+
+#include <algorithm>
+#include <list>
+
+#include "base/timer.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "platform/cpu_features.h"
+#include "platform/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strata {
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone:
+      return "none";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr size_t kDefaultMaxContext = 4096;
+
+sampling::SamplingParams to_sampling_params(const SamplingOptions& o) {
+  sampling::SamplingParams p;
+  p.temperature = o.temperature;
+  p.top_k = o.top_k;
+  p.top_p = o.top_p;
+  p.min_p = o.min_p;
+  p.repeat_penalty = o.repeat_penalty;
+  p.repeat_last_n = o.repeat_last_n;
+  p.frequency_penalty = o.frequency_penalty;
+  p.presence_penalty = o.presence_penalty;
+  p.logit_bias = o.logit_bias;
+  p.seed = o.seed;
+  return p;
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineOptions options;
+  ModelSummary summary;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<kv::KvCache> cache;
+  std::unique_ptr<engine::Scheduler> scheduler;
+  std::list<engine::Sequence> sequences;  // stable addresses; the scheduler holds pointers
+  uint64_t next_id = 1;
+  std::vector<float> logits;  // [n_out][n_vocab] of the current step
+
+  size_t n_vocab() const { return model->config().n_vocab; }
+
+  void finish(engine::Sequence& s, FinishReason reason, const std::string& error = "") {
+    s.finish = reason;
+    TokenEvent event;
+    event.finish = reason;
+    event.error = error;
+    if (reason != FinishReason::kError) event.text = s.detokenizer->finish() + s.stop->flush();
+    if (s.on_token) s.on_token(event);
+    scheduler->remove(&s);
+  }
+
+  // Appends a sampled token and reports it; finishes the sequence when a stop condition holds.
+  void update(engine::Sequence& s, TokenId token) {
+    s.tokens.push_back(token);
+    TokenEvent event;
+    event.token = token;
+    bool stop_string = false;
+    if (!s.ignore_eos && tokenizer->is_eog(token)) {
+      event.finish = FinishReason::kStop;  // end-of-generation tokens are not shown
+    } else {
+      engine::StopMatcher::Output out = s.stop->push(s.detokenizer->push(token));
+      event.text = std::move(out.text);
+      stop_string = out.stopped;
+      if (stop_string) event.finish = FinishReason::kStop;
+    }
+    if (event.finish == FinishReason::kNone && s.tokens.size() >= s.max_length) {
+      event.finish = FinishReason::kLength;
+    }
+    // At the end, release text held back for a possible stop string, unless one was found.
+    if (event.finish != FinishReason::kNone && !stop_string) {
+      event.text += s.detokenizer->finish() + s.stop->flush();
+    }
+    const bool keep_going = !s.on_token || s.on_token(event);
+    if (event.finish == FinishReason::kNone && !keep_going) event.finish = FinishReason::kCancelled;
+    if (event.finish != FinishReason::kNone) {
+      s.finish = event.finish;
+      scheduler->remove(&s);
+    }
+  }
+
+  Status step() {
+    // 1. schedule
+    std::vector<engine::Sequence*> starved;
+    std::vector<engine::ScheduledChunk> chunks = scheduler->schedule(starved);
+    for (engine::Sequence* s : starved) {
+      finish(*s, FinishReason::kError,
+             "the KV cache is full; raise the context size or run fewer sequences at once");
+    }
+    // 2. execute: one batch of every chunk's tokens; logits where a chunk completes its pending
+    // tokens
+    model::Batch batch;
+    std::vector<engine::Sequence*> sampled;
+    for (const engine::ScheduledChunk& c : chunks) {
+      engine::Sequence& s = *c.seq;
+      for (size_t i = 0; i < c.n_tokens; ++i) {
+        const size_t pos = s.n_computed + i;
+        const bool last = pos + 1 == s.tokens.size();
+        batch.push_back({s.id, static_cast<uint32_t>(pos), s.tokens[pos], last});
+        if (last) sampled.push_back(&s);
+      }
+      s.n_computed += c.n_tokens;
+    }
+    if (batch.empty()) return ok_status();
+    logits.resize(sampled.size() * n_vocab());
+    STRATA_RETURN_IF_ERROR(model->forward(batch, *cache, *pool, logits.data()));
+    // 3-4. mask and sample (the sampler runs the sequence's logit processors), 5. update
+    for (size_t i = 0; i < sampled.size(); ++i) {
+      engine::Sequence& s = *sampled[i];
+      std::span<const float> row(logits.data() + i * n_vocab(), n_vocab());
+      sampling::SequenceHistory history{
+          std::span<const TokenId>(s.tokens.data(), s.n_prompt),
+          std::span<const TokenId>(s.tokens.data() + s.n_prompt, s.n_generated())};
+      Result<sampling::SampledToken> token = s.sampler->sample(row, history);
+      if (token.ok()) {
+        update(s, token->id);
+      } else {
+        finish(s, FinishReason::kError, token.error().message);
+      }
+    }
+    std::erase_if(sequences,
+                  [](const engine::Sequence& s) { return s.finish != FinishReason::kNone; });
+    return ok_status();
+  }
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  const auto mode = options.use_mmap ? MappedFile::Mode::kMmap : MappedFile::Mode::kResident;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<gguf::File> file,
+                          gguf::File::open(options.model_path, mode));
+  STRATA_ASSIGN_OR_RETURN(impl->tokenizer, tokenizer::Tokenizer::from_gguf(*file));
+  STRATA_ASSIGN_OR_RETURN(impl->model, model::Model::load(std::move(file)));
+  const model::ModelConfig& c = impl->model->config();
+  if (impl->tokenizer->n_vocab() != c.n_vocab) {
+    return make_error(ErrorCode::kInvalidFile, "the tokenizer has " +
+                                                   std::to_string(impl->tokenizer->n_vocab()) +
+                                                   " tokens but the model's embedding has " +
+                                                   std::to_string(c.n_vocab) + " rows");
+  }
+  if (options.context < 0 || options.max_sequences <= 0 || options.batch_tokens <= 0 ||
+      options.page_size <= 0 || options.threads < 0) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "context, threads, max_sequences, batch_tokens and page_size must be positive");
+  }
+  size_t context = options.context > 0 ? static_cast<size_t>(options.context)
+                                       : std::min(c.n_ctx_train, kDefaultMaxContext);
+  const size_t page = static_cast<size_t>(options.page_size);
+  const size_t pages_per_seq = (context + page - 1) / page;
+  impl->cache = std::make_unique<kv::KvCache>(
+      impl->model->kv_shape(page), pages_per_seq * static_cast<size_t>(options.max_sequences),
+      options.kv_f16 ? kv::KvPrecision::kF16 : kv::KvPrecision::kF32);
+  impl->pool = std::make_unique<ThreadPool>(static_cast<size_t>(options.threads));
+  impl->scheduler =
+      std::make_unique<engine::Scheduler>(*impl->cache, static_cast<size_t>(options.max_sequences),
+                                          static_cast<size_t>(options.batch_tokens));
+
+  ModelSummary& m = impl->summary;
+  m.architecture = c.arch_name;
+  m.name = impl->model->file().get_string("general.name").value_or("");
+  m.n_vocab = c.n_vocab;
+  m.n_ctx_train = c.n_ctx_train;
+  m.n_embd = c.n_embd;
+  m.n_layers = c.n_layers;
+  m.n_heads = c.n_heads;
+  m.n_kv_heads = c.n_kv_heads;
+  m.context = context;
+  m.weight_bytes = impl->model->weights().bytes;
+  m.simd_targets = simd_targets_description();
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const ModelSummary& Engine::model() const { return impl_->summary; }
+
+std::vector<TokenId> Engine::tokenize(std::string_view text, bool add_special,
+                                      bool parse_special) const {
+  return impl_->tokenizer->encode(text, add_special, parse_special);
+}
+
+std::string Engine::detokenize(std::span<const TokenId> ids) const {
+  return impl_->tokenizer->decode(ids);
+}
+
+std::string Engine::token_piece(TokenId id) const { return impl_->tokenizer->token_to_piece(id); }
+
+Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback on_token) {
+  Impl& im = *impl_;
+  const size_t context = im.summary.context;
+  if (request.prompt.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the prompt is empty; it needs at least one token (e.g. BOS)");
+  }
+  if (request.prompt.size() >= context) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "the prompt has " + std::to_string(request.prompt.size()) +
+                          " tokens but the context holds " + std::to_string(context) +
+                          " (prompt plus at least one generated token); shorten it or raise -c");
+  }
+  for (TokenId t : request.prompt) {
+    if (t < 0 || static_cast<size_t>(t) >= im.n_vocab()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "prompt token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+  if (request.max_tokens <= 0) {
+    return make_error(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  }
+  sampling::SamplingParams params = to_sampling_params(request.sampling);
+  STRATA_RETURN_IF_ERROR(params.validate(im.n_vocab()));
+  STRATA_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create(params));
+
+  engine::Sequence& s = im.sequences.emplace_back();
+  s.id = im.next_id++;
+  s.tokens = request.prompt;
+  s.n_prompt = request.prompt.size();
+  s.max_length = std::min(context, s.n_prompt + static_cast<size_t>(request.max_tokens));
+  s.ignore_eos = request.ignore_eos;
+  s.sampler = std::make_unique<sampling::Sampler>(std::move(sampler));
+  s.detokenizer = std::make_unique<tokenizer::StreamingDetokenizer>(*im.tokenizer);
+  s.stop = std::make_unique<engine::StopMatcher>(request.stop);
+  s.on_token = std::move(on_token);
+  im.scheduler->add(&s);
+  return s.id;
+}
+
+Status Engine::step() { return impl_->step(); }
+
+bool Engine::has_work() const { return !impl_->sequences.empty(); }
+
+Result<GenerationStats> Engine::generate(const GenerationRequest& request,
+                                         const TokenCallback& on_token) {
+  GenerationStats stats;
+  stats.prompt_tokens = request.prompt.size();
+  const double start = now_seconds();
+  double first = 0;
+  bool done = false;
+  auto callback = [&](const TokenEvent& e) {
+    if (e.token >= 0 && stats.generated_tokens++ == 0) first = now_seconds();
+    const bool keep_going = on_token ? on_token(e) : true;
+    if (e.finish != FinishReason::kNone) {
+      stats.finish = e.finish;
+    } else if (!keep_going) {
+      stats.finish = FinishReason::kCancelled;  // the engine drops the request after this event
+    }
+    done = stats.finish != FinishReason::kNone;
+    return keep_going;
+  };
+  STRATA_ASSIGN_OR_RETURN(uint64_t id, submit(request, callback));
+  (void)id;
+  while (!done) {
+    Status st = step();
+    if (!st.ok()) return st.error();
+  }
+  const double end = now_seconds();
+  stats.prompt_seconds = (first > 0 ? first : end) - start;
+  stats.generate_seconds = first > 0 ? end - first : 0;
+  return stats;
+}
+
+Result<std::vector<float>> Engine::evaluate(std::span<const TokenId> tokens, bool all_positions) {
+  Impl& im = *impl_;
+  if (tokens.empty())
+    return make_error(ErrorCode::kInvalidArgument, "nothing to evaluate: no tokens");
+  if (tokens.size() > im.summary.context) {
+    return make_error(ErrorCode::kOutOfRange, std::to_string(tokens.size()) +
+                                                  " tokens do not fit the context of " +
+                                                  std::to_string(im.summary.context));
+  }
+  const kv::SeqId seq = im.next_id++;
+  STRATA_RETURN_IF_ERROR(im.cache->reserve(seq, tokens.size()));
+  const size_t V = im.n_vocab();
+  const size_t chunk = static_cast<size_t>(im.options.batch_tokens);
+  std::vector<float> out(all_positions ? tokens.size() * V : V);
+  Status status = ok_status();
+  for (size_t start = 0; start < tokens.size() && status.ok(); start += chunk) {
+    const size_t end = std::min(tokens.size(), start + chunk);
+    model::Batch batch;
+    for (size_t p = start; p < end; ++p) {
+      batch.push_back(
+          {seq, static_cast<uint32_t>(p), tokens[p], all_positions || p + 1 == tokens.size()});
+    }
+    float* dst = all_positions ? out.data() + start * V : out.data();
+    status = im.model->forward(batch, *im.cache, *im.pool, dst);
+  }
+  im.cache->remove(seq);
+  if (!status.ok()) return status.error();
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,168 @@
+// Engine behaviour on stories260K: batching and chunking do not change results, requests end
+// cleanly, bad input is refused.
+#include "strata/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+namespace strata {
+namespace {
+
+const char* kModel = "../shared/models/stories260K.gguf";
+
+std::unique_ptr<Engine> make_engine(int max_sequences = 1, int batch_tokens = 512,
+                                    int context = 0) {
+  EngineOptions options;
+  options.model_path = kModel;
+  options.threads = 2;
+  options.max_sequences = max_sequences;
+  options.batch_tokens = batch_tokens;
+  options.context = context;
+  Result<std::unique_ptr<Engine>> engine = Engine::create(options);
+  EXPECT_TRUE(engine.ok()) << engine.error().message;
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+GenerationRequest greedy(std::vector<TokenId> prompt, int n) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = n;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+std::vector<TokenId> run_alone(Engine& engine, const GenerationRequest& r) {
+  std::vector<TokenId> out;
+  Result<GenerationStats> s = engine.generate(r, [&](const TokenEvent& e) {
+    if (e.token >= 0) out.push_back(e.token);
+    return true;
+  });
+  EXPECT_TRUE(s.ok());
+  return out;
+}
+
+TEST(EngineTest, ConcurrentRequestsGetTheTokensTheyGetAlone) {
+  std::unique_ptr<Engine> engine = make_engine(/*max_sequences=*/4, /*batch_tokens=*/16);
+  ASSERT_TRUE(engine);
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
+                                            "Tom and Sam went", "", "She had a red ball"};
+  std::vector<std::vector<TokenId>> alone;
+  for (const std::string& p : prompts)
+    alone.push_back(run_alone(*engine, greedy(engine->tokenize(p, true, true), 40)));
+
+  // All at once: prompt chunks and decode tokens of different requests share each step.
+  std::map<size_t, std::vector<TokenId>> together;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::vector<TokenId>& out = together[i];
+    Result<uint64_t> id = engine->submit(greedy(engine->tokenize(prompts[i], true, true), 40),
+                                         [&out](const TokenEvent& e) {
+                                           if (e.token >= 0) out.push_back(e.token);
+                                           return true;
+                                         });
+    ASSERT_TRUE(id.ok());
+  }
+  while (engine->has_work()) ASSERT_TRUE(engine->step().ok());
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i], alone[i]) << "prompt " << i;
+}
+
+TEST(EngineTest, ChunkedPromptGivesTheSameLogits) {
+  std::unique_ptr<Engine> whole = make_engine(1, 512);
+  std::unique_ptr<Engine> chunked = make_engine(1, 7);
+  ASSERT_TRUE(whole && chunked);
+  std::vector<TokenId> tokens = whole->tokenize(
+      "Once upon a time, there was a little girl named Lily. She loved to play", true, true);
+  Result<std::vector<float>> a = whole->evaluate(tokens);
+  Result<std::vector<float>> b = chunked->evaluate(tokens);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t i = 0; i < a->size(); ++i) EXPECT_NEAR((*a)[i], (*b)[i], 1e-4) << i;
+}
+
+TEST(EngineTest, AllPositionLogitsEndWithTheLastPosition) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  std::vector<TokenId> tokens = engine->tokenize("The little dog", true, true);
+  Result<std::vector<float>> last = engine->evaluate(tokens);
+  Result<std::vector<float>> all = engine->evaluate(tokens, /*all_positions=*/true);
+  ASSERT_TRUE(last.ok() && all.ok());
+  const size_t V = engine->model().n_vocab;
+  ASSERT_EQ(all->size(), tokens.size() * V);
+  for (size_t i = 0; i < V; ++i) EXPECT_NEAR((*all)[(tokens.size() - 1) * V + i], (*last)[i], 1e-5);
+}
+
+TEST(EngineTest, SeededSamplingIsReproducible) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  GenerationRequest r;
+  r.prompt = engine->tokenize("Once upon a time", true, true);
+  r.max_tokens = 30;
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed = 1234;
+  std::vector<TokenId> a = run_alone(*engine, r);
+  std::vector<TokenId> b = run_alone(*engine, r);
+  r.sampling.seed = 99;
+  std::vector<TokenId> c = run_alone(*engine, r);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(EngineTest, CancelledRequestFreesItsSequence) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  int seen = 0;
+  Result<GenerationStats> s = engine->generate(greedy(engine->tokenize("Once", true, true), 50),
+                                               [&](const TokenEvent&) { return ++seen < 5; });
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->finish, FinishReason::kCancelled);
+  EXPECT_EQ(seen, 5);
+  EXPECT_FALSE(engine->has_work());
+}
+
+TEST(EngineTest, StopStringEndsGenerationBeforeIt) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  GenerationRequest r = greedy(engine->tokenize("Once upon a time", true, true), 64);
+  r.stop = {"Lily"};  // the greedy continuation is ", there was a little girl named Lily. ..."
+  std::string text;
+  Result<GenerationStats> s = engine->generate(r, [&](const TokenEvent& e) {
+    text += e.text;
+    return true;
+  });
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->finish, FinishReason::kStop);
+  EXPECT_EQ(text, ", there was a little girl named ");
+}
+
+TEST(EngineTest, PromptLongerThanTheContextIsRefused) {
+  std::unique_ptr<Engine> engine = make_engine(1, 512, /*context=*/16);
+  ASSERT_TRUE(engine);
+  std::vector<TokenId> prompt(16, 300);
+  Result<uint64_t> id = engine->submit(greedy(prompt, 4), nullptr);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.error().code, ErrorCode::kOutOfRange);
+  EXPECT_NE(id.error().message.find("16"), std::string::npos);
+  // A prompt that fits ends with "length" when the context is full.
+  Result<GenerationStats> s = engine->generate(greedy(std::vector<TokenId>(10, 300), 100), nullptr);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->finish, FinishReason::kLength);
+  EXPECT_EQ(s->generated_tokens, 6u);
+}
+
+TEST(EngineTest, BadInputIsAnErrorNotACrash) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  EXPECT_FALSE(engine->submit(greedy({1, 100000}, 4), nullptr).ok());
+  EXPECT_FALSE(engine->submit(greedy({}, 4), nullptr).ok());
+  GenerationRequest r = greedy({1}, 4);
+  r.sampling.temperature = -1;
+  EXPECT_FALSE(engine->submit(r, nullptr).ok());
+  EngineOptions options;
+  options.model_path = "/nonexistent.gguf";
+  Result<std::unique_ptr<Engine>> missing = Engine::create(options);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("/nonexistent.gguf"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata
