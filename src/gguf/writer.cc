@@ -201,8 +201,8 @@ void Writer::copy_metadata(const File& file) {
   for (const auto& [key, value] : file.metadata()) set(key, value);
 }
 
-Status Writer::add_tensor_view(std::string name, DType type, std::vector<uint64_t> dims,
-                               const uint8_t* data, size_t size) {
+Result<size_t> Writer::check_tensor(const std::string& name, DType type,
+                                    const std::vector<uint64_t>& dims) const {
   const std::string where = "tensor " + quoted_name(name);
   auto invalid = [&](const std::string& what) {
     return make_error(ErrorCode::kInvalidArgument, where + ": " + what);
@@ -229,15 +229,37 @@ Status Writer::add_tensor_view(std::string name, DType type, std::vector<uint64_
                    std::string(traits.name) + " block size " + std::to_string(traits.block_size));
   }
   uint64_t expected;
-  if (__builtin_mul_overflow(n / traits.block_size, uint64_t{traits.type_size}, &expected)) {
+  if (__builtin_mul_overflow(n / traits.block_size, uint64_t{traits.type_size}, &expected) ||
+      expected > std::numeric_limits<size_t>::max()) {
     return invalid("shape " + shape_string(dims) + " is too large");
   }
+  return static_cast<size_t>(expected);
+}
+
+Status Writer::add_tensor_view(std::string name, DType type, std::vector<uint64_t> dims,
+                               const uint8_t* data, size_t size) {
+  STRATA_ASSIGN_OR_RETURN(size_t expected, check_tensor(name, type, dims));
+  const std::string where = "tensor " + quoted_name(name);
   if (size != expected) {
-    return invalid(std::to_string(size) + " bytes given, expected " + std::to_string(expected) +
-                   " for " + std::string(traits.name) + " " + shape_string(dims));
+    return make_error(ErrorCode::kInvalidArgument,
+                      where + ": " + std::to_string(size) + " bytes given, expected " +
+                          std::to_string(expected) + " for " + std::string(dtype_name(type)) + " " +
+                          shape_string(dims));
   }
-  if (data == nullptr) return invalid("no data");
-  tensors_.push_back({std::move(name), type, std::move(dims), {}, data, size});
+  if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, where + ": no data");
+  tensors_.push_back({std::move(name), type, std::move(dims), {}, data, size, {}});
+  return ok_status();
+}
+
+Status Writer::add_tensor_generator(std::string name, DType type, std::vector<uint64_t> dims,
+                                    TensorGenerator generate) {
+  STRATA_ASSIGN_OR_RETURN(size_t size, check_tensor(name, type, dims));
+  if (!generate) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tensor " + quoted_name(name) + ": no generator");
+  }
+  tensors_.push_back(
+      {std::move(name), type, std::move(dims), {}, nullptr, size, std::move(generate)});
   return ok_status();
 }
 
@@ -294,7 +316,13 @@ Result<std::vector<uint8_t>> Writer::serialize() const {
   uint64_t alignment;
   STRATA_ASSIGN_OR_RETURN(std::vector<uint8_t> out, encode_header(&alignment));
   for (const PendingTensor& t : tensors_) {
-    out.insert(out.end(), t.data, t.data + t.size);
+    if (t.generate) {
+      const size_t at = out.size();
+      out.resize(at + t.size);
+      t.generate(out.data() + at);
+    } else {
+      out.insert(out.end(), t.data, t.data + t.size);
+    }
     pad_to(&out, alignment);
   }
   return out;
@@ -308,9 +336,21 @@ Status Writer::write(const std::string& path) const {
   if (f == nullptr) return io_error("cannot create", tmp);
   static constexpr uint8_t kZeros[64] = {};
   bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  // One buffer, as large as the largest generated tensor, reused for each of them.
+  std::vector<uint8_t> generated;
   for (const PendingTensor& t : tensors_) {
     if (!ok) break;
-    ok = std::fwrite(t.data, 1, t.size, f) == t.size;
+    const uint8_t* data = t.data;
+    if (t.generate) {
+      if (generated.size() < t.size) {
+        generated.clear();
+        generated.shrink_to_fit();
+        generated.resize(t.size);
+      }
+      t.generate(generated.data());
+      data = generated.data();
+    }
+    ok = std::fwrite(data, 1, t.size, f) == t.size;
     for (uint64_t pad = padded(t.size, alignment) - t.size; ok && pad > 0;) {
       size_t n = pad < sizeof(kZeros) ? static_cast<size_t>(pad) : sizeof(kZeros);
       ok = std::fwrite(kZeros, 1, n, f) == n;

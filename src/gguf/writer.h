@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,13 @@ class Writer {
   // Adds a tensor that owns its bytes.
   Status add_tensor(std::string name, DType type, std::vector<uint64_t> dims,
                     std::vector<uint8_t> bytes);
+  // Adds a tensor whose bytes are produced only while the file is written: `generate` fills
+  // exactly the shape's byte size at `dst`, once per write()/serialize(), tensors in insertion
+  // order. write() holds one generated tensor in memory at a time, so files larger than memory
+  // (synthesized or quantized models) stream to disk. Same validation as add_tensor_view.
+  using TensorGenerator = std::function<void(uint8_t* dst)>;
+  Status add_tensor_generator(std::string name, DType type, std::vector<uint64_t> dims,
+                              TensorGenerator generate);
   size_t tensor_count() const { return tensors_.size(); }
 
   // The whole file image in memory (tests, small files).
@@ -62,7 +70,12 @@ class Writer {
     std::vector<uint8_t> owned;
     const uint8_t* data = nullptr;
     size_t size = 0;
+    TensorGenerator generate;  // set instead of `data` for generated tensors
   };
+
+  // Shape, type and name checks shared by every way of adding a tensor; returns the byte size.
+  Result<size_t> check_tensor(const std::string& name, DType type,
+                              const std::vector<uint64_t>& dims) const;
 
   // Header, metadata and tensor infos, padded to the alignment when tensors follow.
   Result<std::vector<uint8_t>> encode_header(uint64_t* alignment) const;
