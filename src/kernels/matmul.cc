@@ -21,6 +21,7 @@
 #include "kernels/dot_float-inl.h"
 #include "kernels/dot_k-inl.h"
 #include "kernels/dot_q32-inl.h"
+#include "kernels/quantize_act-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace strata::kernels::HWY_NAMESPACE {
@@ -116,6 +117,7 @@ HWY_AFTER_NAMESPACE();
 namespace strata::kernels {
 
 HWY_EXPORT(MatmulRows);
+HWY_EXPORT(QuantizeActivations);
 HWY_EXPORT(TargetName);
 
 namespace {
@@ -127,6 +129,11 @@ size_t rows_per_task(size_t rows, size_t threads) {
 }
 
 }  // namespace
+
+void quantize_activations(ActivationFormat format, const float* x, void* dst, size_t n) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)
+  (format == ActivationFormat::kQ8_K, x, static_cast<uint8_t*>(dst), n);
+}
 
 const char* active_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
@@ -154,11 +161,7 @@ void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x,
     quantized = AlignedBuffer<uint8_t>(act_stride * n_tokens);
     uint8_t* dst = quantized.data();
     pool.parallel_for(n_tokens, [&](size_t t, size_t) {
-      if (format == ActivationFormat::kQ8_32) {
-        quantize_act_q8(x + t * cols, reinterpret_cast<ActBlockQ8*>(dst + t * act_stride), cols);
-      } else {
-        quantize_act_q8_k(x + t * cols, reinterpret_cast<BlockQ8_K*>(dst + t * act_stride), cols);
-      }
+      quantize_activations(format, x + t * cols, dst + t * act_stride, cols);
     });
     act = quantized.data();
   }

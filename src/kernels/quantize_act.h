@@ -21,7 +21,12 @@ ActivationFormat activation_format(DType weight_type);
 // Bytes of one quantized activation row of n elements (n a multiple of the format's block).
 size_t activation_row_bytes(ActivationFormat format, size_t n);
 
-// Symmetric round-to-nearest: d = max|x| / 127, qs = round(x / d); n a multiple of 32.
+// The SIMD quantizer matvec/matmul use (runtime dispatch), bit-identical to the scalar ones
+// below; format kQ8_32 or kQ8_K, n a multiple of its block size.
+void quantize_activations(ActivationFormat format, const float* x, void* dst, size_t n);
+
+// Scalar reference. Symmetric round-to-nearest-even: d = max|x| / 127, qs = round(x * (1 / d));
+// n a multiple of 32.
 void quantize_act_q8(const float* x, ActBlockQ8* dst, size_t n);
 // The same per 256 elements, with bsums; n a multiple of 256.
 void quantize_act_q8_k(const float* x, BlockQ8_K* dst, size_t n);

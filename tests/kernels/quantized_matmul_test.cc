@@ -178,6 +178,34 @@ TEST_P(QuantizedMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatte
   });
 }
 
+// The dispatched SIMD quantizer is the one matvec uses; it must produce the very bytes the scalar
+// reference (which the twin tests are built on) produces, ties and clamps included.
+TEST(QuantizeActivationsTest, SimdMatchesScalarBitForBit) {
+  std::vector<float> x = random_activations(1024, 31);
+  // Exact ties at the rounding boundary: with max|x| = 127 the scale is 1 and x * inv = x.
+  x[0] = 127.0f;
+  for (int i = 1; i < 32; ++i) x[i] = (i % 2 ? 0.5f : -2.5f) + static_cast<float>(i % 5);
+  x[256] = -127.0f;
+  x[300] = 1.5f;
+  for (int i = 512; i < 768; ++i) x[i] = 0.0f;  // an all-zero block: d = 0, quants 0
+  std::vector<ActBlockQ8> ref32(1024 / 32), simd32(1024 / 32);
+  std::vector<BlockQ8_K> refk(1024 / 256), simdk(1024 / 256);
+  quantize_act_q8(x.data(), ref32.data(), x.size());
+  quantize_act_q8_k(x.data(), refk.data(), x.size());
+  for_each_simd_target([&] {
+    quantize_activations(ActivationFormat::kQ8_32, x.data(), simd32.data(), x.size());
+    quantize_activations(ActivationFormat::kQ8_K, x.data(), simdk.data(), x.size());
+    EXPECT_EQ(std::memcmp(ref32.data(), simd32.data(), ref32.size() * sizeof(ActBlockQ8)), 0);
+    EXPECT_EQ(std::memcmp(refk.data(), simdk.data(), refk.size() * sizeof(BlockQ8_K)), 0);
+  });
+  // Hand-derived: block 0 has max|x| = 127, so d = 1 and ties round to even.
+  EXPECT_EQ(ref32[0].d, 1.0f);
+  const int expected[8] = {127, 2, 0, 4, 2, 0, -2, 2};  // 1.5, -0.5, 3.5, 1.5, 0.5, -1.5, 2.5
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(ref32[0].qs[i], expected[i]) << i;
+  EXPECT_EQ(ref32[16].d, 0.0f);  // elements 512..543 are zero
+  EXPECT_EQ(ref32[16].sum, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, QuantizedMatmulTest, ::testing::ValuesIn(kQuantizedTypes),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
