@@ -1,0 +1,136 @@
+// strata chat: an interactive conversation in the terminal, using the model's chat template.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "strata/chat.h"
+
+namespace strata::cli {
+namespace {
+
+// Set by Ctrl-C; the token callback reads it to stop the current answer.
+std::atomic<bool> g_interrupted{false};
+
+void on_sigint(int) { g_interrupted.store(true); }
+
+struct ChatFlags {
+  EngineOptions engine;
+  SamplingOptions sampling;
+  int n_predict = 512;
+  std::optional<uint64_t> seed;
+  std::string system;
+};
+
+int chat(ChatFlags f) {
+  int code = kExitOk;
+  std::unique_ptr<Engine> engine = load_engine(f.engine, code);
+  if (!engine) return code;
+  Result<ChatTemplateSource> tmpl = load_chat_template(f.engine.model_path);
+  if (!tmpl.ok()) return report(tmpl.error());
+
+  // Without SA_RESTART a Ctrl-C at the prompt interrupts the read instead of killing strata.
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+
+  std::fprintf(
+      stderr,
+      "strata chat: %s (%s template). /clear starts over, /exit leaves, Ctrl-C stops an answer.\n",
+      engine->model().name.empty() ? f.engine.model_path.c_str() : engine->model().name.c_str(),
+      tmpl->is_default ? "ChatML" : "model's");
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
+  const size_t n_system = messages.size();
+  std::mt19937_64 seeds(f.seed.value_or(std::random_device{}()));
+
+  for (;;) {
+    std::printf("\n> ");
+    std::fflush(stdout);
+    std::string line;
+    g_interrupted.store(false);
+    if (!std::getline(std::cin, line)) {
+      if (g_interrupted.load()) {  // Ctrl-C at the prompt: the read failed with EINTR; go on
+        std::clearerr(stdin);
+        std::cin.clear();
+        std::printf("\n(type /exit to leave)");
+        continue;
+      }
+      std::printf("\n");
+      return kExitOk;
+    }
+    if (line == "/exit" || line == "/quit") return kExitOk;
+    if (line == "/clear") {
+      messages.erase(messages.begin() + static_cast<long>(n_system), messages.end());
+      std::printf("(conversation cleared)");
+      continue;
+    }
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+
+    ChatRenderRequest render;
+    render.messages_json = messages.dump();
+    render.add_generation_prompt = true;
+    render.bos_token = tmpl->bos_token;
+    render.eos_token = tmpl->eos_token;
+    Result<std::string> prompt = render_chat_template(tmpl->source, render);
+    if (!prompt.ok()) {
+      std::fprintf(stderr, "error: the chat template failed: %s\n", prompt.error().message.c_str());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
+    // Templates that write the BOS text themselves must not get a second BOS.
+    const bool has_bos = tmpl->bos_token && prompt->rfind(*tmpl->bos_token, 0) == 0;
+    GenerationRequest request;
+    request.prompt = engine->tokenize(*prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
+    request.max_tokens = f.n_predict;
+    request.sampling = f.sampling;
+    request.sampling.seed = seeds();
+    if (tmpl->is_default) request.stop = {"<|im_end|>", "<|im_start|>"};
+
+    std::string answer;
+    g_interrupted.store(false);
+    Result<GenerationStats> stats = engine->generate(request, [&](const TokenEvent& e) {
+      std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+      std::fflush(stdout);
+      answer += e.text;
+      return !g_interrupted.load();
+    });
+    if (!stats.ok()) {
+      std::fprintf(stderr, "\nerror: %s (try /clear)\n", stats.error().message.c_str());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
+    if (stats->finish == FinishReason::kCancelled) std::printf(" [stopped]");
+    messages.push_back({{"role", "assistant"}, {"content", answer}});
+  }
+}
+
+}  // namespace
+
+Command add_chat_command(CLI::App& app) {
+  auto f = std::make_shared<ChatFlags>();
+  CLI::App* sub = app.add_subcommand("chat", "chat with a model in the terminal");
+  add_model_flags(*sub, f->engine);
+  sub->add_option("-n,--n-predict", f->n_predict, "tokens per answer at most")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--temp", f->sampling.temperature, "temperature (0: greedy)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--top-k", f->sampling.top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--top-p", f->sampling.top_p, "top-p (1: off)")->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--min-p", f->sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--repeat-penalty", f->sampling.repeat_penalty, "repetition penalty (1: off)");
+  sub->add_option("--seed", f->seed, "sampling seed (default: random)");
+  sub->add_option("--system", f->system, "a system message opening the conversation");
+  return {sub, [f] { return chat(*f); }};
+}
+
+}  // namespace strata::cli

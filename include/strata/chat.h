@@ -1,0 +1,40 @@
+// Chat templates: turning a conversation into the prompt a model was trained on.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace strata {
+
+// A model's chat template and the special-token texts templates refer to.
+struct ChatTemplateSource {
+  std::string source;                    // Jinja text (tokenizer.chat_template), or ChatML
+  bool is_default = false;               // the model has none: ChatML is used
+  std::optional<std::string> bos_token;  // e.g. "<s>"; unset when the model has no BOS
+  std::optional<std::string> eos_token;
+};
+
+// The ChatML template, for models that carry no template of their own.
+std::string chatml_template();
+
+// Reads the template and special tokens of a GGUF file without loading its weights.
+Result<ChatTemplateSource> load_chat_template(const std::string& model_path);
+
+struct ChatRenderRequest {
+  std::string messages_json = "[]";  // OpenAI-style messages: [{"role", "content"}, ...]
+  std::string tools_json;            // optional array of tool definitions
+  bool add_generation_prompt = false;
+  std::optional<std::string> bos_token;
+  std::optional<std::string> eos_token;
+  std::optional<std::string> now;  // "YYYY-MM-DD HH:MM:SS" for strftime_now(); unset: the clock
+};
+
+// Renders a template as Hugging Face transformers' apply_chat_template does. Errors (including
+// the template's own raise_exception messages) come back as kInvalidArgument.
+Result<std::string> render_chat_template(std::string_view template_source,
+                                         const ChatRenderRequest& request);
+
+}  // namespace strata

@@ -1,0 +1,84 @@
+// Public chat-template API over the tokenizer's Jinja interpreter.
+#include "strata/chat.h"
+
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "gguf/gguf.h"
+#include "tokenizer/jinja/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strata {
+namespace {
+
+Result<nlohmann::ordered_json> parse_json(const std::string& text, const char* what) {
+  nlohmann::ordered_json value =
+      nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    return make_error(ErrorCode::kInvalidArgument, std::string(what) + " is not valid JSON");
+  }
+  return value;
+}
+
+Result<std::tm> parse_time(const std::string& text) {
+  std::tm tm{};
+  if (std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "time '" + text + "' is not in the form YYYY-MM-DD HH:MM:SS");
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  std::tm copy = tm;
+  std::mktime(&copy);  // fills in the weekday and day of the year
+  tm.tm_wday = copy.tm_wday;
+  tm.tm_yday = copy.tm_yday;
+  return tm;
+}
+
+}  // namespace
+
+std::string chatml_template() {
+  return "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + "
+         "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}"
+         "{{ '<|im_start|>assistant\\n' }}{% endif %}";
+}
+
+Result<ChatTemplateSource> load_chat_template(const std::string& model_path) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<gguf::File> file, gguf::File::open(model_path));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tok,
+                          tokenizer::Tokenizer::from_gguf(*file));
+  ChatTemplateSource out;
+  if (std::optional<std::string> source = file->get_string("tokenizer.chat_template")) {
+    out.source = *source;
+  } else {
+    out.source = chatml_template();
+    out.is_default = true;
+  }
+  if (tok->bos() >= 0) out.bos_token = tok->token_text(tok->bos());
+  if (tok->eos() >= 0) out.eos_token = tok->token_text(tok->eos());
+  return out;
+}
+
+Result<std::string> render_chat_template(std::string_view template_source,
+                                         const ChatRenderRequest& request) {
+  jinja::ChatTemplateInputs inputs;
+  STRATA_ASSIGN_OR_RETURN(inputs.messages, parse_json(request.messages_json, "the messages"));
+  if (!inputs.messages.is_array()) {
+    return make_error(ErrorCode::kInvalidArgument, "the messages must be a JSON array");
+  }
+  if (!request.tools_json.empty()) {
+    STRATA_ASSIGN_OR_RETURN(inputs.tools, parse_json(request.tools_json, "the tools"));
+  }
+  inputs.add_generation_prompt = request.add_generation_prompt;
+  inputs.bos_token = request.bos_token;
+  inputs.eos_token = request.eos_token;
+  jinja::RenderOptions options;
+  if (request.now) {
+    STRATA_ASSIGN_OR_RETURN(std::tm now, parse_time(*request.now));
+    options.now = now;
+  }
+  return jinja::render_chat(template_source, inputs, options);
+}
+
+}  // namespace strata
