@@ -1,5 +1,5 @@
-// Python str/dict/list methods callable from templates, the global functions, and the argument
-// binding shared by all builtins.
+// Python str/dict/list methods callable from templates, printf-style formatting, and the
+// argument binding shared by all builtins.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
