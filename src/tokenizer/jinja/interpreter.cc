@@ -192,6 +192,14 @@ Status Interpreter::append_output(std::string* out, std::string_view text) const
 
 // ---- statements --------------------------------------------------------------------------------
 
+// Set and filter blocks render their body in an inner scope, as jinja2 does (frame.inner()):
+// assignments inside do not leak out.
+std::shared_ptr<Frame> Interpreter::child_frame(const std::shared_ptr<Frame>& parent) {
+  auto frame = std::make_shared<Frame>();
+  frame->parent = parent;
+  return frame;
+}
+
 Result<Flow> Interpreter::exec_body(const StmtList& body, const std::shared_ptr<Frame>& frame,
                                     std::string* out) {
   for (const auto& stmt : body) {
@@ -228,7 +236,7 @@ Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& f
     }
     case StmtKind::kSetBlock: {
       std::string text;
-      STRATA_RETURN_IF_ERROR(exec_body(stmt.body, frame, &text));
+      STRATA_RETURN_IF_ERROR(exec_body(stmt.body, child_frame(frame), &text));
       STRATA_ASSIGN_OR_RETURN(
           Value v, apply_filter_chain(stmt.filters, Value::string(std::move(text)), frame));
       STRATA_RETURN_IF_ERROR(exec_set(stmt, frame, std::move(v)));
@@ -252,7 +260,7 @@ Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& f
     }
     case StmtKind::kFilterBlock: {
       std::string text;
-      STRATA_RETURN_IF_ERROR(exec_body(stmt.body, frame, &text));
+      STRATA_RETURN_IF_ERROR(exec_body(stmt.body, child_frame(frame), &text));
       STRATA_ASSIGN_OR_RETURN(
           Value v, apply_filter_chain(stmt.filters, Value::string(std::move(text)), frame));
       auto status = append_output(out, py_str(v));
@@ -380,6 +388,9 @@ Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame
   auto cycle_index = std::make_shared<int64_t>(0);
   Value cycle = Value::callable(std::make_shared<LoopCycle>(cycle_index));
   std::shared_ptr<Frame> loop_frame;
+  // jinja2 clears its "no iteration" flag at the end of the loop body, so `else` also runs when
+  // every iteration left through break or continue.
+  bool body_completed = false;
   for (int64_t i = 0; i < length; ++i) {
     auto status = charge_iterations(1);
     if (!status.ok()) return at_line(status.error(), stmt.line);
@@ -413,8 +424,10 @@ Result<Flow> Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame
     if (i + 1 < length) put(kNextitem, items[static_cast<size_t>(i + 1)]);
     loop_frame->set("loop", Value::dict(std::move(loop)));
     STRATA_ASSIGN_OR_RETURN(Flow flow, exec_body(stmt.body, loop_frame, out));
+    if (flow == Flow::kNormal) body_completed = true;
     if (flow == Flow::kBreak) break;
   }
+  if (!body_completed) return exec_body(stmt.else_body, frame, out);
   return Flow::kNormal;
 }
 

@@ -58,6 +58,7 @@ class Interpreter {
                            const Value* caller, int line);
 
  private:
+  static std::shared_ptr<Frame> child_frame(const std::shared_ptr<Frame>& parent);
   Result<Flow> exec_body(const StmtList& body, const std::shared_ptr<Frame>& frame,
                          std::string* out);
   Result<Flow> exec(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string* out);

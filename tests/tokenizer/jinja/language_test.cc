@@ -266,6 +266,12 @@ end)"},
     {"unicode_case",
      R"({{ 'ÉCOLE straße' | lower }} {{ 'straße' | upper }} {{ 'привет мир' | title }})",
      R"(école straße STRASSE Привет Мир)"},
+    {"for_else_after_break",
+     R"({% for i in [1, 2] %}{% break %}{% else %}E{% endfor %}|{% for i in [1, 2] %}{% if i == 2 %}{% break %}{% endif %}{% else %}E{% endfor %})",
+     R"(E|)"},
+    {"set_block_inner_scope",
+     R"({% set v = 1 %}{% set blk %}{% set v = 2 %}{{ v }}{% endset %}{{ blk }}{{ v }}{% filter upper %}{% set v = 3 %}{% endfilter %}{{ v }})",
+     R"(211)"},
     {"generation_tag", R"({% generation %}kept{% endgeneration %})", R"(kept)"},
 };
 
