@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/result.h"
+#include "strata/result.h"
 
 namespace strata {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/result.h"
+#include "strata/result.h"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-// Result<T>: a value or an Error, checked where input enters strata.
+// Result<T>: a value or an Error, checked where input enters strata. Part of the public API.
 #pragma once
 
 #include <cassert>
