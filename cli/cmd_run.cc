@@ -1,6 +1,7 @@
 // strata run: stream a continuation of a prompt.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "cli/commands.h"
@@ -14,8 +15,7 @@ struct RunFlags {
   std::string prompt;
   int n_predict = 128;
   SamplingOptions sampling;
-  uint64_t seed = 0;
-  bool seed_set = false;
+  std::optional<uint64_t> seed;
   bool ids = false;
   bool ignore_eos = false;
 };
@@ -29,9 +29,9 @@ int run(const RunFlags& f) {
   request.prompt = engine->tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
   request.max_tokens = f.n_predict;
   request.sampling = f.sampling;
-  request.sampling.seed = f.seed_set ? f.seed : std::random_device{}();
+  request.sampling.seed = f.seed.value_or(std::random_device{}());
   request.ignore_eos = f.ignore_eos;
-  if (!f.seed_set)
+  if (!f.seed && f.sampling.temperature > 0)
     std::fprintf(stderr, "seed: %llu\n", static_cast<unsigned long long>(request.sampling.seed));
 
   bool first = true;
@@ -78,8 +78,7 @@ Command add_run_command(CLI::App& app) {
                   "tokens the repetition penalty looks back");
   sub->add_option("--presence-penalty", f->sampling.presence_penalty, "presence penalty");
   sub->add_option("--frequency-penalty", f->sampling.frequency_penalty, "frequency penalty");
-  sub->add_option("--seed", f->seed, "sampling seed (default: random, printed on stderr)")
-      ->each([f](const std::string&) { f->seed_set = true; });
+  sub->add_option("--seed", f->seed, "sampling seed (default: random, printed on stderr)");
   sub->add_flag("--ids", f->ids, "print the generated token ids instead of text");
   sub->add_flag("--ignore-eos", f->ignore_eos, "keep generating past end-of-generation tokens");
   return {sub, [f] { return run(*f); }};
