@@ -6,7 +6,7 @@ DEFAULT_MODEL := ../shared/models/stories260K.gguf
 MODEL ?= $(if $(STRATA_MODEL),$(STRATA_MODEL),$(DEFAULT_MODEL))
 PROMPT ?= Once upon a time
 
-.PHONY: deps build run test clean format
+.PHONY: deps build run test clean format format-check lint
 
 deps:
 	@bash scripts/install-deps.sh
@@ -29,6 +29,16 @@ test: build
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+# Fails on any file clang-format would change (CI runs this).
+format-check:
+	@git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
+
+# clang-tidy over the sources changed since main's merge base (FILES=... to choose); slow on
+# two cores, so run it before committing rather than over the whole tree.
+FILES ?= $(shell git diff --name-only --diff-filter=d HEAD -- '*.cc' | grep -v '^tests/')
+lint: build
+	@[ -z "$(FILES)" ] || clang-tidy -p $(BUILD_DIR) --quiet $(FILES)
 
 clean:
 	rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log

@@ -24,14 +24,16 @@ struct Error {
   std::string message;  // one line, says what is wrong and, where possible, what to do
 };
 
-inline Error make_error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+inline Error make_error(ErrorCode code, std::string message) {
+  return Error{code, std::move(message)};
+}
 
 // Result<T> holds either a T or an Error. Callers test with ok() (or `if (!r)`), then take the
 // value with value() / * / ->, or the error with error().
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : data_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : data_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(data_); }
@@ -71,18 +73,21 @@ inline Status ok_status() { return Ok{}; }
 }  // namespace strata
 
 // Propagates an error from an expression returning Result/Status.
-#define STRATA_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    auto strata_status_ = (expr);             \
+#define STRATA_RETURN_IF_ERROR(expr)                         \
+  do {                                                       \
+    auto strata_status_ = (expr);                            \
     if (!strata_status_.ok()) return strata_status_.error(); \
   } while (0)
 
 #define STRATA_CONCAT_INNER_(a, b) a##b
 #define STRATA_CONCAT_(a, b) STRATA_CONCAT_INNER_(a, b)
-// Declares `lhs` from a Result's value, or returns its error.
+// Declares `lhs` from a Result's value, or returns its error. `lhs` is a declaration, so it
+// cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define STRATA_ASSIGN_OR_RETURN(lhs, expr) \
   STRATA_ASSIGN_OR_RETURN_IMPL_(STRATA_CONCAT_(strata_result_, __LINE__), lhs, expr)
 #define STRATA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                  \
   if (!tmp.ok()) return tmp.error();                  \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

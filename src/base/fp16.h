@@ -20,8 +20,9 @@ inline float fp16_to_fp32(uint16_t h) {
   const float magic_bias = 0.5f;
   const float denormalized = std::bit_cast<float>((two_w >> 17) | magic_mask) - magic_bias;
   const uint32_t denormalized_cutoff = 1u << 27;
-  const uint32_t result = sign | (two_w < denormalized_cutoff ? std::bit_cast<uint32_t>(denormalized)
-                                                              : std::bit_cast<uint32_t>(normalized));
+  const uint32_t result =
+      sign | (two_w < denormalized_cutoff ? std::bit_cast<uint32_t>(denormalized)
+                                          : std::bit_cast<uint32_t>(normalized));
   return std::bit_cast<float>(result);
 }
 
@@ -43,7 +44,9 @@ inline uint16_t fp32_to_fp16(float f) {
   return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
-inline float bf16_to_fp32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_fp32(uint16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
 
 inline uint16_t fp32_to_bf16(float f) {
   uint32_t u = std::bit_cast<uint32_t>(f);

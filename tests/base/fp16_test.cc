@@ -17,7 +17,8 @@ double decode_half(uint16_t h) {
   if (exponent == 0) {
     v = std::ldexp(mantissa, -24);
   } else if (exponent == 31) {
-    v = mantissa ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    v = mantissa ? std::numeric_limits<double>::quiet_NaN()
+                 : std::numeric_limits<double>::infinity();
   } else {
     v = std::ldexp(1024 + mantissa, exponent - 25);
   }
