@@ -34,7 +34,7 @@ format:
 format-check:
 	@git ls-files '*.h' '*.cc' | xargs clang-format --dry-run --Werror
 
-# clang-tidy over the sources changed since main's merge base (FILES=... to choose); slow on
+# clang-tidy over the .cc files with uncommitted changes (FILES=... to choose others); slow on
 # two cores, so run it before committing rather than over the whole tree.
 FILES ?= $(shell git diff --name-only --diff-filter=d HEAD -- '*.cc' | grep -v '^tests/')
 lint: build
