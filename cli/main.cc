@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {
       add_run_command(app),      add_info_command(app),       add_logits_command(app),
       add_tokenize_command(app), add_detokenize_command(app), add_template_command(app),
-      add_chat_command(app),
+      add_chat_command(app),     add_synth_command(app),      add_quantize_command(app),
   };
   try {
     app.parse(argc, argv);

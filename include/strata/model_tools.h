@@ -1,0 +1,83 @@
+// strata's model file tools: synthesize a Llama-architecture GGUF with random weights at
+// realistic shapes (for speed measurements without downloading a model), and quantize a GGUF's
+// weight matrices to the 32-element block formats.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace strata {
+
+// Progress of a tool writing a model file, reported after each tensor.
+struct WriteProgress {
+  size_t tensor_index = 0;  // tensors finished, 1..tensor_count
+  size_t tensor_count = 0;
+  std::string tensor_name;  // the tensor just finished
+  uint64_t bytes_done = 0;  // input bytes processed (quantize) or output bytes written (synth)
+  uint64_t bytes_total = 0;
+  double elapsed_seconds = 0;
+};
+using WriteProgressCallback = std::function<void(const WriteProgress&)>;
+
+// One status line: "[  12/147] 0.40 / 2.47 GB, 3 s elapsed, ETA 15 s  blk.1.ffn_up.weight".
+std::string format_progress(const WriteProgress& progress);
+
+struct SynthOptions {
+  std::string preset = "tiny";  // one of synth_preset_names()
+  std::string output_path;
+  std::string type = "F16";  // weight matrices: F16 or F32 (norms are always F32)
+  std::string vocab_path = "../shared/models/stories260K.gguf";  // tokenizer.* keys come from here
+  uint64_t seed = 0;
+  int threads = 0;  // 0: one per hardware thread; the file does not depend on it
+};
+
+// "tiny", "llama-1b", "llama-3b", "llama-8b".
+std::vector<std::string> synth_preset_names();
+
+// Writes a Llama GGUF whose weights are drawn from a seeded generator: the same options give a
+// byte-identical file on every platform and thread count. Tensors are generated while the file
+// is written, one at a time, so an 8B model needs memory for its largest tensor only.
+Status synthesize_model(const SynthOptions& options, const WriteProgressCallback& progress = {});
+
+struct QuantizeOptions {
+  std::string input_path;
+  std::string output_path;
+  std::string type;  // one of quantize_type_names()
+  int threads = 0;   // 0: one per hardware thread
+};
+
+// "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1".
+std::vector<std::string> quantize_type_names();
+
+struct TensorQuantizeReport {
+  std::string name;
+  std::string input_type;   // "f32", "f16", ...
+  std::string output_type;  // the input's type when the tensor is kept
+  uint64_t n_elements = 0;
+  uint64_t input_bytes = 0;
+  uint64_t output_bytes = 0;
+  bool quantized = false;
+  // RMS of (dequantized output - input) over RMS of the input; 0 for kept tensors.
+  double relative_rmse = 0;
+};
+
+struct QuantizeReport {
+  std::vector<TensorQuantizeReport> tensors;  // in file order
+  // Why tensors that look like weight matrices were kept as they are (one line each).
+  std::vector<std::string> warnings;
+  uint64_t input_bytes = 0;   // tensor data only
+  uint64_t output_bytes = 0;  // tensor data only
+  double seconds = 0;
+};
+
+// Quantizes the 2-D `*.weight` matrices of a F32/F16/BF16 model whose rows are a multiple of the
+// block size (32), copies every other tensor and all metadata, and sets general.file_type.
+Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
+                                      const WriteProgressCallback& progress = {});
+
+}  // namespace strata
