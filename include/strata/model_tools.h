@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "base/result.h"
+#include "strata/result.h"
 
 namespace strata {
 

@@ -147,20 +147,20 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
   Timer timer;
   WriteProgress state{0, in.tensors().size(), "", 0, report.input_bytes, 0};
   for (size_t i = 0; i < in.tensors().size(); ++i) {
-    const gguf::TensorInfo& t = in.tensors()[i];
-    TensorQuantizeReport& r = report.tensors[i];
-    const DType out_type = r.quantized ? quant->type : t.type;
+    const gguf::TensorInfo* t = &in.tensors()[i];
+    TensorQuantizeReport* r = &report.tensors[i];
+    const DType out_type = r->quantized ? quant->type : t->type;
     // Kept tensors go through a generator too, so progress counts every tensor's bytes.
-    STRATA_RETURN_IF_ERROR(
-        writer.add_tensor_generator(t.name, out_type, t.dims, [&, out_type](uint8_t* dst) {
-          if (r.quantized) {
-            r.relative_rmse = quantize_tensor(t, out_type, dst, pool);
+    STRATA_RETURN_IF_ERROR(writer.add_tensor_generator(
+        t->name, out_type, t->dims, [&, t, r, i, out_type](uint8_t* dst) {
+          if (r->quantized) {
+            r->relative_rmse = quantize_tensor(*t, out_type, dst, pool);
           } else {
-            std::memcpy(dst, t.data, t.n_bytes);
+            std::memcpy(dst, t->data, t->n_bytes);
           }
           state.tensor_index = i + 1;
-          state.tensor_name = t.name;
-          state.bytes_done += t.n_bytes;
+          state.tensor_name = t->name;
+          state.bytes_done += t->n_bytes;
           state.elapsed_seconds = timer.elapsed_seconds();
           if (progress) progress(state);
         }));

@@ -201,15 +201,15 @@ Status synthesize_model(const SynthOptions& options, const WriteProgressCallback
   Timer timer;
   WriteProgress state{0, plan.size(), "", 0, bytes_total, 0};
   for (size_t i = 0; i < plan.size(); ++i) {
-    const SynthTensor& t = plan[i];
-    const size_t rows = t.dims.size() > 1 ? t.dims[1] : 1;
-    const size_t stride = row_bytes(t.type, t.dims[0]);
-    STRATA_RETURN_IF_ERROR(
-        writer.add_tensor_generator(t.name, t.type, t.dims, [&, i, rows, stride](uint8_t* dst) {
+    const SynthTensor* t = &plan[i];
+    const size_t rows = t->dims.size() > 1 ? t->dims[1] : 1;
+    const size_t stride = row_bytes(t->type, t->dims[0]);
+    STRATA_RETURN_IF_ERROR(writer.add_tensor_generator(
+        t->name, t->type, t->dims, [&, t, i, rows, stride](uint8_t* dst) {
           pool.parallel_for(
-              rows, [&](size_t r, size_t) { fill_row(t, options.seed, i, r, dst + r * stride); });
+              rows, [&](size_t r, size_t) { fill_row(*t, options.seed, i, r, dst + r * stride); });
           state.tensor_index = i + 1;
-          state.tensor_name = t.name;
+          state.tensor_name = t->name;
           state.bytes_done += rows * stride;
           state.elapsed_seconds = timer.elapsed_seconds();
           if (progress) progress(state);

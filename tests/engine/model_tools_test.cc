@@ -339,6 +339,27 @@ TEST(QuantizeTest, OutputDoesNotDependOnTheThreadCount) {
   }
 }
 
+TEST(QuantizeTest, ProgressReportsEveryTensorInOrder) {
+  TempFile out("progress.gguf");
+  QuantizeOptions o;
+  o.input_path = kStories;
+  o.output_path = out.path();
+  o.type = "Q8_0";
+  std::vector<WriteProgress> seen;
+  Result<QuantizeReport> r = quantize_model(o, [&](const WriteProgress& p) { seen.push_back(p); });
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(seen.size(), r->tensors.size());
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].tensor_index, i + 1);
+    EXPECT_EQ(seen[i].tensor_count, r->tensors.size());
+    EXPECT_EQ(seen[i].tensor_name, r->tensors[i].name);
+    bytes += r->tensors[i].input_bytes;
+    EXPECT_EQ(seen[i].bytes_done, bytes);
+  }
+  EXPECT_EQ(bytes, seen.back().bytes_total);
+}
+
 TEST(QuantizeTest, UnsupportedTypeAndMissingInputAreErrors) {
   TempFile out("bad.gguf");
   Result<QuantizeReport> r = quantize(out.path(), "Q4_K");
