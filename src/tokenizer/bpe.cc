@@ -10,32 +10,10 @@
 #include <vector>
 
 #include "tokenizer/model.h"
+#include "tokenizer/symbol_merge.h"
 
 namespace strata::tokenizer {
 namespace {
-
-struct Symbol {
-  size_t start = 0;  // byte range in the piece
-  size_t len = 0;    // 0 once merged into its left neighbour
-  int64_t prev = -1;
-  int64_t next = -1;
-  TokenId id = -1;
-};
-
-struct Bigram {
-  int32_t rank = 0;
-  int64_t left = 0;
-  int64_t right = 0;
-  size_t len = 0;
-  TokenId result = -1;
-};
-
-// Max-heap order that pops the lowest rank first, then the left-most pair.
-struct BigramLess {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  }
-};
 
 uint64_t merge_key(TokenId left, TokenId right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
@@ -43,8 +21,8 @@ uint64_t merge_key(TokenId left, TokenId right) {
 
 // Reused across the pieces of one encode call.
 struct Workspace {
-  std::vector<Symbol> symbols;
-  std::vector<Bigram> heap;
+  std::vector<MergeSymbol> symbols;
+  std::vector<MergeCandidate> heap;
   std::string encoded;
 };
 
@@ -65,58 +43,27 @@ void encode_piece(const Tokenizer::Model& model, std::string_view piece, Workspa
     }
   }
 
-  std::vector<Symbol>& symbols = ws->symbols;
-  symbols.clear();
-  for (size_t pos = 0; pos < piece.size();) {
-    Symbol symbol;
-    symbol.start = pos;
-    if (model.byte_encode) {
-      symbol.len = 1;
-      symbol.id = model.byte_token[static_cast<uint8_t>(piece[pos])];
-    } else {
-      symbol.len = utf8_char_length(piece, pos);
-      symbol.id = model.find(piece.substr(pos, symbol.len));
-    }
-    symbol.prev = static_cast<int64_t>(symbols.size()) - 1;
-    pos += symbol.len;
-    symbol.next = pos < piece.size() ? static_cast<int64_t>(symbols.size()) + 1 : -1;
-    symbols.push_back(symbol);
+  std::vector<MergeSymbol>& symbols = ws->symbols;
+  split_symbols(
+      piece.size(),
+      [&](size_t pos) { return model.byte_encode ? size_t{1} : utf8_char_length(piece, pos); },
+      symbols);
+  for (MergeSymbol& symbol : symbols) {
+    symbol.id = model.byte_encode ? model.byte_token[static_cast<uint8_t>(piece[symbol.start])]
+                                  : model.find(piece.substr(symbol.start, symbol.len));
   }
-
-  std::vector<Bigram>& heap = ws->heap;
-  heap.clear();
-  auto try_add_bigram = [&](int64_t left, int64_t right) {
-    if (left < 0 || right < 0) return;
-    const TokenId left_id = symbols[left].id;
-    const TokenId right_id = symbols[right].id;
-    if (left_id < 0 || right_id < 0) return;
-    auto it = model.merges.find(merge_key(left_id, right_id));
-    if (it == model.merges.end()) return;
-    heap.push_back(Bigram{it->second.rank, left, right, symbols[left].len + symbols[right].len,
-                          it->second.result});
-    std::push_heap(heap.begin(), heap.end(), BigramLess{});
-  };
-  for (size_t i = 1; i < symbols.size(); ++i) try_add_bigram(i - 1, i);
-
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), BigramLess{});
-    const Bigram bigram = heap.back();
-    heap.pop_back();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    // Symbols only grow or vanish, so unchanged lengths mean the pair is still as queued.
-    if (left.len == 0 || right.len == 0 || left.len + right.len != bigram.len) continue;
-    left.len += right.len;
-    left.id = bigram.result;
-    right.len = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add_bigram(left.prev, bigram.left);
-    try_add_bigram(bigram.left, left.next);
-  }
+  // Lower merge ranks go first: the priority is minus the rank.
+  merge_symbols(
+      symbols, ws->heap,
+      [&](const MergeSymbol& left, const MergeSymbol& right) -> std::optional<MergeChoice> {
+        if (left.id < 0 || right.id < 0) return std::nullopt;
+        auto it = model.merges.find(merge_key(left.id, right.id));
+        if (it == model.merges.end()) return std::nullopt;
+        return MergeChoice{-static_cast<double>(it->second.rank), it->second.result};
+      });
 
   for (int64_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
-    const Symbol& symbol = symbols[i];
+    const MergeSymbol& symbol = symbols[i];
     if (symbol.id >= 0) {
       out->push_back(symbol.id);
       continue;
