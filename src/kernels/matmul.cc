@@ -122,10 +122,16 @@ HWY_EXPORT(TargetName);
 
 namespace {
 
+// Multiply-adds below which handing a task to another thread costs more than it saves (a wake-up
+// is microseconds, far more when the cores are shared).
+constexpr size_t kMinTaskWork = size_t{1} << 15;
+
 // Rows per parallel_for task: enough tasks to balance the threads (about 8 each), never fewer
-// than 16 rows so that tiny matrices do not pay a task per row.
-size_t rows_per_task(size_t rows, size_t threads) {
-  return std::clamp<size_t>(rows / (threads * 8), 16, 64);
+// than 16 rows nor less than kMinTaskWork, so small matrices (tiny models) run on one thread.
+size_t rows_per_task(size_t rows, size_t cols, size_t n_tokens, size_t threads) {
+  const size_t balanced = std::clamp<size_t>(rows / (threads * 8), 16, 64);
+  const size_t min_rows = (kMinTaskWork + cols * n_tokens - 1) / (cols * n_tokens);
+  return std::max(balanced, min_rows);
 }
 
 }  // namespace
@@ -166,7 +172,7 @@ void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x,
     act = quantized.data();
   }
   const size_t w_stride = row_bytes(type, cols);
-  const size_t chunk = rows_per_task(rows, pool.num_threads());
+  const size_t chunk = rows_per_task(rows, cols, n_tokens, pool.num_threads());
   const size_t tasks = (rows + chunk - 1) / chunk;
   const uint8_t* weights = static_cast<const uint8_t*>(w);
   pool.parallel_for(tasks, [&](size_t task, size_t) {
