@@ -46,6 +46,7 @@ int run(const RunFlags& f) {
     return true;
   });
   std::printf("\n");
+  std::fflush(stdout);  // the timing line on stderr comes after the text
   if (!stats.ok()) return report(stats.error());
   const GenerationStats& s = *stats;
   std::fprintf(
