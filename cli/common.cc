@@ -19,6 +19,12 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
   sub.add_flag("--mmap", options.use_mmap,
                "memory-map the weights instead of reading them into memory (faster start, but the "
                "page cache may evict them mid-run)");
+  // f16 halves the cache and matches the reference engine's numerics; f32 accumulates attention
+  // exactly, for long contexts where f16 rounding adds up.
+  sub.add_option_function<std::string>(
+         "--kv-type", [&options](const std::string& type) { options.kv_f16 = type == "f16"; },
+         "KV cache precision: f16 (default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
 }
 
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code) {
