@@ -12,6 +12,7 @@ packages=(
   libcpp-httplib-dev    # cpp-httplib: the HTTP server
   libgtest-dev libgmock-dev  # GoogleTest: the test suite
   libbenchmark-dev      # Google Benchmark: kernel microbenchmarks
+  clang-format          # formatting check (make format-check, run by CI)
 )
 
 missing=()
