@@ -43,7 +43,10 @@ Result<std::unique_ptr<Model>> load_modified(const std::function<void(gguf::Writ
       EXPECT_TRUE(w.add_tensor_view(t.name, t.type, t.dims, t.data, t.n_bytes).ok());
     }
   }
-  const std::string path = ::testing::TempDir() + "/modified.gguf";
+  // One file per test: ctest runs tests in parallel processes.
+  const std::string path = ::testing::TempDir() + "/modified-" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                           ".gguf";
   EXPECT_TRUE(w.write(path).ok());
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<gguf::File> file,
                           gguf::File::open(path, MappedFile::Mode::kResident));
