@@ -95,6 +95,8 @@ bool operator==(const Array& a, const Array& b);
 
 // The spec's name of a value type ("uint32", "string", "array"); "unknown" for ids past float64.
 std::string_view value_type_name(ValueType type);
+// True for the eight integer value types (any width, signed or not).
+bool is_integer_type(ValueType type);
 
 struct TensorInfo {
   std::string name;

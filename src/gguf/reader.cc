@@ -62,22 +62,6 @@ uint64_t min_encoded_bytes(uint32_t type) {
   return 0;
 }
 
-bool is_integer_type(ValueType t) {
-  switch (t) {
-    case ValueType::kUint8:
-    case ValueType::kInt8:
-    case ValueType::kUint16:
-    case ValueType::kInt16:
-    case ValueType::kUint32:
-    case ValueType::kInt32:
-    case ValueType::kUint64:
-    case ValueType::kInt64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Overflow-checked a + b and a * b.
 bool add_overflows(uint64_t a, uint64_t b, uint64_t* out) {
   return __builtin_add_overflow(a, b, out);

@@ -10,22 +10,6 @@
 namespace strata::gguf {
 namespace {
 
-bool is_integer(ValueType t) {
-  switch (t) {
-    case ValueType::kUint8:
-    case ValueType::kInt8:
-    case ValueType::kUint16:
-    case ValueType::kInt16:
-    case ValueType::kUint32:
-    case ValueType::kInt32:
-    case ValueType::kUint64:
-    case ValueType::kInt64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_float(ValueType t) { return t == ValueType::kFloat32 || t == ValueType::kFloat64; }
 
 // Shortest decimal that reads back as the same float32 / float64.
@@ -79,7 +63,7 @@ void append_value(std::string* out, const Value& v, size_t max_items, size_t max
 }  // namespace
 
 std::optional<int64_t> Value::as_int() const {
-  if (!is_integer(type)) return std::nullopt;
+  if (!is_integer_type(type)) return std::nullopt;
   if (const uint64_t* u = std::get_if<uint64_t>(&data)) {
     if (*u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
     return static_cast<int64_t>(*u);
@@ -89,7 +73,7 @@ std::optional<int64_t> Value::as_int() const {
 }
 
 std::optional<uint64_t> Value::as_uint() const {
-  if (!is_integer(type)) return std::nullopt;
+  if (!is_integer_type(type)) return std::nullopt;
   if (const uint64_t* u = std::get_if<uint64_t>(&data)) return *u;
   if (const int64_t* i = std::get_if<int64_t>(&data)) {
     if (*i < 0) return std::nullopt;
@@ -103,7 +87,7 @@ std::optional<double> Value::as_float() const {
     if (const double* d = std::get_if<double>(&data)) return *d;
     return std::nullopt;
   }
-  if (!is_integer(type)) return std::nullopt;
+  if (!is_integer_type(type)) return std::nullopt;
   if (const uint64_t* u = std::get_if<uint64_t>(&data)) return static_cast<double>(*u);
   if (const int64_t* i = std::get_if<int64_t>(&data)) return static_cast<double>(*i);
   return std::nullopt;
@@ -153,6 +137,22 @@ bool operator==(const Value& a, const Value& b) {
   const double* y = std::get_if<double>(&b.data);
   if (x != nullptr && y != nullptr && std::isnan(*x) && std::isnan(*y)) return true;
   return a.data == b.data;
+}
+
+bool is_integer_type(ValueType t) {
+  switch (t) {
+    case ValueType::kUint8:
+    case ValueType::kInt8:
+    case ValueType::kUint16:
+    case ValueType::kInt16:
+    case ValueType::kUint32:
+    case ValueType::kInt32:
+    case ValueType::kUint64:
+    case ValueType::kInt64:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string_view value_type_name(ValueType type) {
