@@ -66,6 +66,12 @@ struct Engine::Impl {
 
   size_t n_vocab() const { return model->config().n_vocab; }
 
+  // Forgets sequences that finished this step (the scheduler already released them).
+  void drop_finished() {
+    std::erase_if(sequences,
+                  [](const engine::Sequence& s) { return s.finish != FinishReason::kNone; });
+  }
+
   void finish(engine::Sequence& s, FinishReason reason, const std::string& error = "") {
     s.finish = reason;
     TokenEvent event;
@@ -129,7 +135,14 @@ struct Engine::Impl {
     }
     if (batch.empty()) return ok_status();
     logits.resize(sampled.size() * n_vocab());
-    STRATA_RETURN_IF_ERROR(model->forward(batch, *cache, *pool, logits.data()));
+    Status forward = model->forward(batch, *cache, *pool, logits.data());
+    if (!forward.ok()) {
+      // The step's sequences cannot continue; end them so no caller waits on them forever.
+      for (const engine::ScheduledChunk& c : chunks)
+        finish(*c.seq, FinishReason::kError, forward.error().message);
+      drop_finished();
+      return forward.error();
+    }
     // 3-4. mask and sample (the sampler runs the sequence's logit processors), 5. update
     for (size_t i = 0; i < sampled.size(); ++i) {
       engine::Sequence& s = *sampled[i];
@@ -144,8 +157,7 @@ struct Engine::Impl {
         finish(s, FinishReason::kError, token.error().message);
       }
     }
-    std::erase_if(sequences,
-                  [](const engine::Sequence& s) { return s.finish != FinishReason::kNone; });
+    drop_finished();
     return ok_status();
   }
 };
@@ -276,8 +288,7 @@ Result<GenerationStats> Engine::generate(const GenerationRequest& request,
     done = stats.finish != FinishReason::kNone;
     return keep_going;
   };
-  STRATA_ASSIGN_OR_RETURN(uint64_t id, submit(request, callback));
-  (void)id;
+  STRATA_RETURN_IF_ERROR(submit(request, callback));
   while (!done) {
     Status st = step();
     if (!st.ok()) return st.error();

@@ -15,7 +15,7 @@ std::string shape_string(const std::vector<uint64_t>& dims) {
 
 class Loader {
  public:
-  Loader(const gguf::File& file, ModelWeights& out) : file_(file), out_(out) {}
+  explicit Loader(const gguf::File& file) : file_(file) {}
 
   Result<Matrix> matrix(const std::string& name, size_t rows, size_t cols) {
     STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, file_.require_tensor(name));
@@ -25,7 +25,6 @@ class Loader {
                                                      std::string(dtype_name(t->type)) +
                                                      " is not supported for weight matrices");
     }
-    out_.bytes += t->n_bytes;
     return Matrix{t->type, t->data, rows, cols};
   }
 
@@ -57,22 +56,19 @@ class Loader {
   }
 
   const gguf::File& file_;
-  ModelWeights& out_;
 };
 
 }  // namespace
 
 Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) {
   ModelWeights w;
-  Loader load(file, w);
+  Loader load(file);
   STRATA_ASSIGN_OR_RETURN(w.token_embd, load.matrix("token_embd.weight", c.n_vocab, c.n_embd));
-  w.bytes -= w.token_embd.rows * row_bytes(w.token_embd.type, c.n_embd);  // one row read per token
   STRATA_ASSIGN_OR_RETURN(w.output_norm, load.vector("output_norm.weight", c.n_embd));
   if (file.find_tensor("output.weight")) {
     STRATA_ASSIGN_OR_RETURN(w.output, load.matrix("output.weight", c.n_vocab, c.n_embd));
   } else {
     w.output = w.token_embd;  // tied embeddings
-    w.bytes += w.output.rows * row_bytes(w.output.type, c.n_embd);
   }
   STRATA_ASSIGN_OR_RETURN(w.rope_freqs, load.optional_vector("rope_freqs.weight", c.rope_dims / 2));
 
@@ -98,6 +94,15 @@ Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) 
     STRATA_ASSIGN_OR_RETURN(l.w_gate, load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
     STRATA_ASSIGN_OR_RETURN(l.w_up, load.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd));
     STRATA_ASSIGN_OR_RETURN(l.w_down, load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff));
+  }
+  // A generated token reads every layer matrix and the output projection once; the embedding
+  // table only one row.
+  auto bytes = [](const Matrix& m) { return m.rows * row_bytes(m.type, m.cols); };
+  w.bytes = bytes(w.output);
+  for (const LayerWeights& l : w.layers) {
+    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      w.bytes += bytes(*m);
+    }
   }
   return w;
 }
