@@ -29,6 +29,9 @@ struct EngineOptions {
   int page_size = 32;      // positions per KV page
   bool use_mmap = false;   // map weights instead of reading them into resident memory
   bool kv_f16 = true;      // store the KV cache as f16 (else f32)
+  // Requests that may wait for a free sequence slot; past it submit() fails with kUnavailable
+  // at once. 0: no limit.
+  int max_waiting = 0;
 };
 
 struct SamplingOptions {
@@ -44,12 +47,37 @@ struct SamplingOptions {
   uint64_t seed = 0;
 };
 
+// What the output must match. The engine compiles it when the request is submitted (a malformed
+// grammar or schema fails submit() with a message naming the problem) and masks every step so
+// only tokens that keep the output inside the language can be drawn; end-of-generation tokens are
+// allowed only where the language may end.
+enum class ConstraintKind {
+  kNone,
+  kGrammar,     // `text` is a GBNF grammar (llama.cpp's format); `root` names the start rule
+  kJsonSchema,  // `text` is a JSON Schema (drafts 4, 7, 2020-12)
+  kJsonObject,  // any JSON object (OpenAI's response_format json_object)
+};
+
+struct OutputConstraint {
+  ConstraintKind kind = ConstraintKind::kNone;
+  std::string text;
+  std::string root = "root";
+  // JSON Schema keywords the compiler cannot enforce fail the request unless this is set, in
+  // which case they are dropped (the output is then only as strict as the rest of the schema).
+  bool best_effort = false;
+};
+
 struct GenerationRequest {
   std::vector<TokenId> prompt;  // already tokenized (with BOS if the model wants one)
   int max_tokens = 128;  // new tokens at most; generation also ends at end-of-generation tokens
   SamplingOptions sampling;
   std::vector<std::string> stop;  // generation ends before any of these strings
   bool ignore_eos = false;
+  OutputConstraint constraint;
+  // OpenAI logprobs: each TokenEvent carries the token's log probability and, with
+  // top_logprobs > 0, that many alternatives (at most 20).
+  bool logprobs = false;
+  int top_logprobs = 0;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -58,9 +86,16 @@ const char* finish_reason_name(FinishReason reason);
 // One step's output for one request: a new token, the text it completes (whole UTF-8
 // characters only; text that may begin a stop string is held back until it cannot), and whether
 // the request has finished.
+struct TokenLogprob {
+  TokenId token = -1;
+  float logprob = 0.0f;
+};
+
 struct TokenEvent {
   TokenId token = -1;
   std::string text;
+  float logprob = 0.0f;                    // with GenerationRequest::logprobs
+  std::vector<TokenLogprob> top_logprobs;  // best first, with top_logprobs > 0
   FinishReason finish = FinishReason::kNone;
   std::string error;  // with kError
 };
@@ -74,6 +109,15 @@ struct GenerationStats {
   double prompt_seconds = 0;    // submit to first token
   double generate_seconds = 0;  // first token to finish
   FinishReason finish = FinishReason::kNone;
+};
+
+// The engine's load, for metrics and admission decisions.
+struct EngineLoad {
+  size_t running = 0;  // sequences holding KV pages
+  size_t waiting = 0;  // submitted, not yet admitted
+  size_t kv_pages_total = 0;
+  size_t kv_pages_used = 0;
+  size_t page_size = 0;  // positions per page
 };
 
 struct ModelSummary {
@@ -106,9 +150,15 @@ class Engine {
 
   // Continuous batching: submit() queues a request and returns its id; step() runs one engine
   // step for all active requests, calling their callbacks; has_work() says whether any remain.
+  // An Engine is not thread-safe: one thread submits, steps and cancels (tokenize, detokenize,
+  // token_piece and model() are safe from any thread).
   Result<uint64_t> submit(const GenerationRequest& request, TokenCallback on_token);
   Status step();
   bool has_work() const;
+  // Ends a submitted request: it gets a final kCancelled event and its KV pages return to the
+  // pool at once. False when the id is unknown or already finished.
+  bool cancel(uint64_t id);
+  EngineLoad load() const;
 
   // Logits after evaluating `tokens` in one fresh sequence: the last position's ([n_vocab]), or
   // every position's ([n_tokens][n_vocab]) with all_positions.

@@ -16,6 +16,7 @@ enum class ErrorCode {
   kNotFound,         // a named thing is missing (file, tensor, metadata key)
   kIo,               // the operating system refused (open, mmap, read)
   kOutOfRange,       // a size or count past a limit (context length, KV pages)
+  kUnavailable,      // busy right now (queue full); the same call may succeed later
   kInternal,         // an invariant broke: a bug in strata
 };
 

@@ -63,6 +63,7 @@ struct Engine::Impl {
   std::list<engine::Sequence> sequences;  // stable addresses; the scheduler holds pointers
   uint64_t next_id = 1;
   std::vector<float> logits;  // [n_out][n_vocab] of the current step
+  bool in_step = false;       // callbacks may cancel; sequences are then dropped after the step
 
   size_t n_vocab() const { return model->config().n_vocab; }
 
@@ -83,10 +84,17 @@ struct Engine::Impl {
   }
 
   // Appends a sampled token and reports it; finishes the sequence when a stop condition holds.
-  void update(engine::Sequence& s, TokenId token) {
+  void update(engine::Sequence& s, const sampling::SampledToken& sampled) {
+    const TokenId token = sampled.id;
     s.tokens.push_back(token);
     TokenEvent event;
     event.token = token;
+    if (s.sampler->params().logprobs) {
+      event.logprob = sampled.logprob;
+      event.top_logprobs.reserve(sampled.top_logprobs.size());
+      for (const sampling::TokenLogprob& t : sampled.top_logprobs)
+        event.top_logprobs.push_back({t.id, t.logprob});
+    }
     bool stop_string = false;
     if (!s.ignore_eos && tokenizer->is_eog(token)) {
       event.finish = FinishReason::kStop;  // end-of-generation tokens are not shown
@@ -112,6 +120,14 @@ struct Engine::Impl {
   }
 
   Status step() {
+    in_step = true;
+    Status status = run_step();
+    in_step = false;
+    drop_finished();
+    return status;
+  }
+
+  Status run_step() {
     // 1. schedule
     std::vector<engine::Sequence*> starved;
     std::vector<engine::ScheduledChunk> chunks = scheduler->schedule(starved);
@@ -140,24 +156,23 @@ struct Engine::Impl {
       // The step's sequences cannot continue; end them so no caller waits on them forever.
       for (const engine::ScheduledChunk& c : chunks)
         finish(*c.seq, FinishReason::kError, forward.error().message);
-      drop_finished();
       return forward.error();
     }
     // 3-4. mask and sample (the sampler runs the sequence's logit processors), 5. update
     for (size_t i = 0; i < sampled.size(); ++i) {
       engine::Sequence& s = *sampled[i];
+      if (s.finish != FinishReason::kNone) continue;  // cancelled by a callback this step
       std::span<const float> row(logits.data() + i * n_vocab(), n_vocab());
       sampling::SequenceHistory history{
           std::span<const TokenId>(s.tokens.data(), s.n_prompt),
           std::span<const TokenId>(s.tokens.data() + s.n_prompt, s.n_generated())};
       Result<sampling::SampledToken> token = s.sampler->sample(row, history);
       if (token.ok()) {
-        update(s, token->id);
+        update(s, *token);
       } else {
         finish(s, FinishReason::kError, token.error().message);
       }
     }
-    drop_finished();
     return ok_status();
   }
 };
@@ -248,7 +263,18 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   if (request.max_tokens <= 0) {
     return make_error(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
   }
+  if (im.options.max_waiting > 0 &&
+      im.scheduler->n_waiting() >= static_cast<size_t>(im.options.max_waiting)) {
+    return make_error(ErrorCode::kUnavailable, "the queue of waiting requests is full (" +
+                                                   std::to_string(im.options.max_waiting) +
+                                                   "); retry later");
+  }
+  if (request.constraint.kind != ConstraintKind::kNone) {
+    return make_error(ErrorCode::kUnsupported, "output constraints are not available yet");
+  }
   sampling::SamplingParams params = to_sampling_params(request.sampling);
+  params.logprobs = request.logprobs || request.top_logprobs > 0;
+  params.top_logprobs = request.top_logprobs;
   STRATA_RETURN_IF_ERROR(params.validate(im.n_vocab()));
   STRATA_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create(params));
 
@@ -269,6 +295,27 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
 Status Engine::step() { return impl_->step(); }
 
 bool Engine::has_work() const { return !impl_->sequences.empty(); }
+
+bool Engine::cancel(uint64_t id) {
+  Impl& im = *impl_;
+  auto it = std::find_if(im.sequences.begin(), im.sequences.end(),
+                         [id](const engine::Sequence& s) { return s.id == id; });
+  if (it == im.sequences.end() || it->finish != FinishReason::kNone) return false;
+  im.finish(*it, FinishReason::kCancelled);
+  if (!im.in_step) im.drop_finished();
+  return true;
+}
+
+EngineLoad Engine::load() const {
+  const Impl& im = *impl_;
+  EngineLoad load;
+  load.running = im.scheduler->n_running();
+  load.waiting = im.scheduler->n_waiting();
+  load.kv_pages_total = im.cache->pool().n_pages();
+  load.kv_pages_used = im.cache->pool().used_pages();
+  load.page_size = static_cast<size_t>(im.options.page_size);
+  return load;
+}
 
 Result<GenerationStats> Engine::generate(const GenerationRequest& request,
                                          const TokenCallback& on_token) {

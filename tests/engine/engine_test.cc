@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -117,6 +118,109 @@ TEST(EngineTest, CancelledRequestFreesItsSequence) {
   EXPECT_EQ(s->finish, FinishReason::kCancelled);
   EXPECT_EQ(seen, 5);
   EXPECT_FALSE(engine->has_work());
+}
+
+TEST(EngineTest, CancelByIdReturnsPagesAtOnce) {
+  std::unique_ptr<Engine> engine = make_engine(/*max_sequences=*/2);
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(engine->load().kv_pages_used, 0u);
+  std::vector<FinishReason> finishes;
+  auto record = [&](const TokenEvent& e) {
+    if (e.finish != FinishReason::kNone) finishes.push_back(e.finish);
+    return true;
+  };
+  Result<uint64_t> a =
+      engine->submit(greedy(engine->tokenize("Once upon", true, true), 50), record);
+  Result<uint64_t> b = engine->submit(greedy(engine->tokenize("The dog", true, true), 50), record);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(engine->load().waiting, 2u);
+  ASSERT_TRUE(engine->step().ok());
+  const EngineLoad both = engine->load();
+  EXPECT_EQ(both.running, 2u);
+  EXPECT_EQ(both.waiting, 0u);
+  EXPECT_GE(both.kv_pages_used, 2u);  // at least one page per sequence
+
+  EXPECT_TRUE(engine->cancel(*a));
+  EXPECT_FALSE(engine->cancel(*a));  // already gone
+  EXPECT_FALSE(engine->cancel(9999));
+  const EngineLoad one = engine->load();
+  EXPECT_EQ(one.running, 1u);
+  EXPECT_LT(one.kv_pages_used, both.kv_pages_used);
+  ASSERT_EQ(finishes.size(), 1u);
+  EXPECT_EQ(finishes[0], FinishReason::kCancelled);
+
+  while (engine->has_work()) ASSERT_TRUE(engine->step().ok());
+  EXPECT_EQ(engine->load().kv_pages_used, 0u);
+  EXPECT_EQ(engine->load().running, 0u);
+}
+
+TEST(EngineTest, CancelFromAnotherRequestsCallbackIsSafe) {
+  std::unique_ptr<Engine> engine = make_engine(/*max_sequences=*/2);
+  ASSERT_TRUE(engine);
+  uint64_t victim = 0;
+  FinishReason victim_finish = FinishReason::kNone;
+  Result<uint64_t> a =
+      engine->submit(greedy(engine->tokenize("Once", true, true), 20), [&](const TokenEvent&) {
+        engine->cancel(victim);
+        return true;
+      });
+  Result<uint64_t> b =
+      engine->submit(greedy(engine->tokenize("Tom", true, true), 20), [&](const TokenEvent& e) {
+        if (e.finish != FinishReason::kNone) victim_finish = e.finish;
+        return true;
+      });
+  ASSERT_TRUE(a.ok() && b.ok());
+  victim = *b;
+  while (engine->has_work()) ASSERT_TRUE(engine->step().ok());
+  EXPECT_EQ(victim_finish, FinishReason::kCancelled);
+  EXPECT_EQ(engine->load().kv_pages_used, 0u);
+}
+
+TEST(EngineTest, FullWaitingQueueRefusesAtOnce) {
+  EngineOptions options;
+  options.model_path = kModel;
+  options.threads = 1;
+  options.max_waiting = 2;
+  Result<std::unique_ptr<Engine>> engine = Engine::create(options);
+  ASSERT_TRUE(engine.ok());
+  const GenerationRequest r = greedy((*engine)->tokenize("Once", true, true), 4);
+  EXPECT_TRUE((*engine)->submit(r, {}).ok());
+  EXPECT_TRUE((*engine)->submit(r, {}).ok());
+  Result<uint64_t> third = (*engine)->submit(r, {});
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.error().code, ErrorCode::kUnavailable);
+  while ((*engine)->has_work()) ASSERT_TRUE((*engine)->step().ok());
+  EXPECT_TRUE((*engine)->submit(r, {}).ok());  // room again once the queue drains
+}
+
+TEST(EngineTest, LogprobsMatchTheLogSoftmaxOfTheLogits) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  const std::vector<TokenId> prompt = engine->tokenize("Once upon a time", true, true);
+  Result<std::vector<float>> logits = engine->evaluate(prompt);
+  ASSERT_TRUE(logits.ok());
+  double sum = 0;
+  const float top = *std::max_element(logits->begin(), logits->end());
+  for (float l : *logits) sum += std::exp(static_cast<double>(l - top));
+  const double log_z = top + std::log(sum);
+
+  GenerationRequest r = greedy(prompt, 1);
+  r.logprobs = true;
+  r.top_logprobs = 3;
+  TokenEvent first;
+  ASSERT_TRUE(engine
+                  ->generate(r,
+                             [&](const TokenEvent& e) {
+                               if (e.token >= 0) first = e;
+                               return true;
+                             })
+                  .ok());
+  ASSERT_EQ(first.top_logprobs.size(), 3u);
+  EXPECT_EQ(first.top_logprobs[0].token, first.token);  // greedy picks the most likely
+  EXPECT_NEAR(first.logprob, (*logits)[static_cast<size_t>(first.token)] - log_z, 1e-3);
+  for (const TokenLogprob& t : first.top_logprobs)
+    EXPECT_NEAR(t.logprob, (*logits)[static_cast<size_t>(t.token)] - log_z, 1e-3);
+  EXPECT_GE(first.top_logprobs[1].logprob, first.top_logprobs[2].logprob);
 }
 
 TEST(EngineTest, StopStringEndsGenerationBeforeIt) {
