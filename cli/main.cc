@@ -9,11 +9,21 @@ int main(int argc, char** argv) {
   CLI::App app{"strata: a CPU inference engine for GGUF language models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "strata 0.1.0");
+  // One line per subcommand.
+  // clang-format off
   const std::vector<Command> commands = {
-      add_run_command(app),      add_info_command(app),       add_logits_command(app),
-      add_tokenize_command(app), add_detokenize_command(app), add_template_command(app),
-      add_chat_command(app),     add_synth_command(app),      add_quantize_command(app),
+      add_run_command(app),
+      add_info_command(app),
+      add_logits_command(app),
+      add_tokenize_command(app),
+      add_detokenize_command(app),
+      add_template_command(app),
+      add_chat_command(app),
+      add_synth_command(app),
+      add_quantize_command(app),
+      add_bench_command(app),
   };
+  // clang-format on
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

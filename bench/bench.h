@@ -1,0 +1,72 @@
+// `strata bench`: the throughput and latency of one model file on this machine, measured the way
+// llama-bench measures it (prompt processing and token generation apart, random prompt tokens,
+// repetitions with mean and standard deviation), plus what a server operator needs: time to
+// first token, inter-token latency percentiles, peak memory, and aggregate throughput when many
+// streams share each step (continuous batching).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/engine.h"
+#include "strata/result.h"
+
+namespace strata::bench {
+
+struct BenchOptions {
+  EngineOptions engine;
+  int prompt_tokens = 512;       // -p: tokens of the prompt-processing test (0: skip it)
+  int generate_tokens = 128;     // -n: tokens of the generation test (0: skip it)
+  int repetitions = 3;           // -r
+  int ctx_depth = 0;             // tokens already in the cache before the generation test
+  std::vector<int> concurrency;  // streams at once for the batching test (empty: skip it)
+  uint64_t seed = 1;             // of the random prompt tokens
+};
+
+// Mean and sample standard deviation over repetitions.
+struct Stat {
+  double mean = 0;
+  double stddev = 0;
+};
+
+// One row of the batching test: `streams` requests submitted together, each with a prompt of
+// prompt_tokens and generate_tokens new tokens.
+struct ConcurrencyResult {
+  int streams = 0;
+  // Decode throughput once every stream is generating: tokens that arrive after the last
+  // stream's first token, over the time from then to the end.
+  double aggregate_tokens_per_s = 0;
+  double output_tokens_per_s = 0;  // every generated token over the whole test, prefill included
+  double ttft_p50_ms = 0, ttft_p99_ms = 0;
+  double itl_p50_ms = 0, itl_p99_ms = 0;
+};
+
+struct BenchReport {
+  ModelSummary model;
+  int threads = 0;
+  int prompt_tokens = 0, generate_tokens = 0, ctx_depth = 0, repetitions = 0;
+  Stat pp_tokens_per_s;  // prompt processing
+  Stat tg_tokens_per_s;  // generation, after ctx_depth tokens
+  double ttft_ms = 0;    // mean time from submit to the first token of the prompt test
+  double itl_p50_ms = 0, itl_p99_ms = 0;  // between generated tokens, over all repetitions
+  size_t peak_rss_bytes = 0;
+  size_t weight_bytes = 0;       // weight bytes one generated token reads
+  double tg_bandwidth_gb_s = 0;  // weight_bytes * tg tokens/s: the memory traffic decode implies
+  std::vector<ConcurrencyResult> concurrency;
+};
+
+Result<BenchReport> run_bench(const BenchOptions& options);
+
+// llama-bench-like table on one string; and one JSON object with the field names other tools
+// read (pp_tokens_per_s, tg_tokens_per_s, ttft_ms, itl_p50_ms, itl_p99_ms, peak_rss_bytes,
+// weight_bytes, ...).
+std::string format_table(const BenchReport& report);
+std::string format_json(const BenchReport& report);
+
+// The q-quantile (0..1) of `values` by linear interpolation between order statistics (the
+// definition numpy's default uses). Sorts a copy; empty input gives 0.
+double percentile(std::vector<double> values, double q);
+
+}  // namespace strata::bench

@@ -1,0 +1,93 @@
+// The two outputs of `strata bench`: a table shaped like llama-bench's (one row per test, "t/s"
+// as mean ± standard deviation over repetitions) and one JSON object for other tools.
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench/bench.h"
+
+namespace strata::bench {
+namespace {
+
+std::string printf_string(const char* format, auto... args) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, format, args...);
+  return buffer;
+}
+
+// "1.23 GiB" or "4.56 MiB".
+std::string human_bytes(size_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  return mib >= 1024 ? printf_string("%.2f GiB", mib / 1024) : printf_string("%.2f MiB", mib);
+}
+
+}  // namespace
+
+std::string format_table(const BenchReport& r) {
+  std::ostringstream out;
+  const std::string model = r.model.name.empty() ? r.model.architecture : r.model.name;
+  out << printf_string("model: %s (%s), weights read per token: %s, threads: %d, SIMD: %s\n",
+                       model.c_str(), r.model.architecture.c_str(),
+                       human_bytes(r.weight_bytes).c_str(), r.threads, r.model.simd_targets.c_str())
+      << "| test            |                t/s | ttft ms | itl p50 ms | itl p99 ms |\n"
+      << "| --------------- | -----------------: | ------: | ---------: | ---------: |\n";
+  if (r.prompt_tokens > 0) {
+    out << printf_string("| pp%-13d | %9.2f ± %6.2f | %7.2f |          - |          - |\n",
+                         r.prompt_tokens, r.pp_tokens_per_s.mean, r.pp_tokens_per_s.stddev,
+                         r.ttft_ms);
+  }
+  if (r.generate_tokens > 1) {
+    const std::string name = "tg" + std::to_string(r.generate_tokens) +
+                             (r.ctx_depth > 0 ? " @ d" + std::to_string(r.ctx_depth) : "");
+    out << printf_string("| %-15s | %9.2f ± %6.2f |       - | %10.2f | %10.2f |\n", name.c_str(),
+                         r.tg_tokens_per_s.mean, r.tg_tokens_per_s.stddev, r.itl_p50_ms,
+                         r.itl_p99_ms);
+  }
+  for (const ConcurrencyResult& c : r.concurrency) {
+    const std::string name = "tg x" + std::to_string(c.streams) + " streams";
+    out << printf_string("| %-15s | %9.2f total     | %7.2f | %10.2f | %10.2f |\n", name.c_str(),
+                         c.aggregate_tokens_per_s, c.ttft_p50_ms, c.itl_p50_ms, c.itl_p99_ms);
+  }
+  if (!r.concurrency.empty()) {
+    out << "(tg xN: decode tokens/s of all streams together once every stream has its first "
+           "token; ttft is the p50)\n";
+  }
+  out << printf_string("peak RSS: %s; decode reads %.1f GB/s of weights\n",
+                       human_bytes(r.peak_rss_bytes).c_str(), r.tg_bandwidth_gb_s);
+  return out.str();
+}
+
+std::string format_json(const BenchReport& r) {
+  nlohmann::ordered_json j;
+  j["model"] = r.model.name;
+  j["architecture"] = r.model.architecture;
+  j["threads"] = r.threads;
+  j["simd_targets"] = r.model.simd_targets;
+  j["n_prompt"] = r.prompt_tokens;
+  j["n_gen"] = r.generate_tokens;
+  j["ctx_depth"] = r.ctx_depth;
+  j["repetitions"] = r.repetitions;
+  j["pp_tokens_per_s"] = r.pp_tokens_per_s.mean;
+  j["pp_tokens_per_s_stddev"] = r.pp_tokens_per_s.stddev;
+  j["tg_tokens_per_s"] = r.tg_tokens_per_s.mean;
+  j["tg_tokens_per_s_stddev"] = r.tg_tokens_per_s.stddev;
+  j["ttft_ms"] = r.ttft_ms;
+  j["itl_p50_ms"] = r.itl_p50_ms;
+  j["itl_p99_ms"] = r.itl_p99_ms;
+  j["peak_rss_bytes"] = r.peak_rss_bytes;
+  j["weight_bytes"] = r.weight_bytes;
+  j["tg_bandwidth_gb_s"] = r.tg_bandwidth_gb_s;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const ConcurrencyResult& c : r.concurrency) {
+    rows.push_back({{"streams", c.streams},
+                    {"tg_tokens_per_s", c.aggregate_tokens_per_s},
+                    {"output_tokens_per_s", c.output_tokens_per_s},
+                    {"ttft_p50_ms", c.ttft_p50_ms},
+                    {"ttft_p99_ms", c.ttft_p99_ms},
+                    {"itl_p50_ms", c.itl_p50_ms},
+                    {"itl_p99_ms", c.itl_p99_ms}});
+  }
+  j["concurrency"] = rows;
+  return j.dump(2);
+}
+
+}  // namespace strata::bench

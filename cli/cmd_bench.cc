@@ -1,0 +1,53 @@
+// strata bench: throughput and latency of a model file (see bench/bench.h for what is measured).
+#include <cstdio>
+#include <memory>
+
+#include "bench/bench.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace strata::cli {
+namespace {
+
+struct BenchFlags {
+  bench::BenchOptions options;
+  bool json = false;
+};
+
+int run(const BenchFlags& f) {
+  Result<bench::BenchReport> result = bench::run_bench(f.options);
+  if (!result.ok()) return report(result.error());
+  const std::string text =
+      f.json ? bench::format_json(*result) + "\n" : bench::format_table(*result);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  bench::BenchOptions& o = f->options;
+  CLI::App* sub = app.add_subcommand(
+      "bench", "measure prompt processing and generation speed, latency and memory");
+  add_model_flags(*sub, o.engine);
+  sub->add_option("-p,--n-prompt", o.prompt_tokens, "prompt tokens of the prompt test (0: skip)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-n,--n-gen", o.generate_tokens, "tokens of the generation test (0: skip)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-r,--repetitions", o.repetitions, "repetitions of each test")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("-d,--ctx-depth", o.ctx_depth,
+                  "tokens already in the cache before the generation test")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--concurrency", o.concurrency,
+                  "stream counts for the batching test, e.g. 1,4,8,16 (aggregate tokens/s, "
+                  "time to first token and inter-token latency per count)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--seed", o.seed, "seed of the random prompt tokens");
+  sub->add_flag("--json", f->json, "print one JSON object instead of the table");
+  return {sub, [f] { return run(*f); }};
+}
+
+}  // namespace strata::cli
