@@ -13,7 +13,13 @@ packages=(
   libgtest-dev libgmock-dev  # GoogleTest: the test suite
   libbenchmark-dev      # Google Benchmark: kernel microbenchmarks
   clang-format          # formatting check (make format-check, run by CI)
+  curl                  # the server's error-case tests (tests/server/js)
+  chromium              # headless browser of the chat page test (tests/server/js)
+  prometheus            # scrapes /metrics in the server tests (tests/server/js)
 )
+# node and npm run the server's client tests; a node already installed (NodeSource's bundles npm)
+# is kept.
+command -v npm > /dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

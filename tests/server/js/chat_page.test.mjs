@@ -1,0 +1,112 @@
+// The chat page at / in headless Chromium (Debian's `chromium`, driven by playwright-core):
+// a message streams an answer equal to the API's greedy answer, the stats show tokens/s, and
+// Stop ends a long generation, which the server sees as a disconnect.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { chromium } from 'playwright-core';
+import { metricValue, startServer } from './lib/server.mjs';
+
+const chromiumPath = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+const kMessage = 'Tell me a story about a cat.';
+
+let server;
+let browser;
+let page;
+
+before(async () => {
+  server = await startServer();
+  // --no-sandbox: Chromium's sandbox refuses to run as root, as CI containers do.
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+  page = await browser.newPage();
+  page.on('pageerror', (error) => { throw error; });
+});
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function greedyAnswer(maxTokens) {
+  const response = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      messages: [{ role: 'user', content: kMessage }], temperature: 0, max_tokens: maxTokens,
+    }),
+  });
+  assert.equal(response.status, 200);
+  return (await response.json()).choices[0].message.content;
+}
+
+async function openPage() {
+  await page.goto(`${server.url}/`);
+  assert.equal(await page.title(), 'strata');
+  // Settings live in a closed <details>; fill() needs them visible.
+  await page.click('summary');
+  await page.fill('#temperature', '0');
+}
+
+async function runningRequests() {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  return metricValue(text, 'strata:num_requests_running');
+}
+
+test('GET / serves the page as HTML', async () => {
+  const response = await fetch(`${server.url}/`);
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type'), /^text\/html/);
+  assert.match(await response.text(), /id="messages"/);
+});
+
+test('a message streams the greedy answer and shows tokens/s', async () => {
+  const expected = await greedyAnswer(40);
+  await openPage();
+  await page.fill('#max-tokens', '40');
+  await page.fill('#prompt', kMessage);
+  await page.click('#send');
+  const assistant = page.locator('#messages .msg.assistant').last();
+  await assistant.waitFor();
+  await page.waitForSelector('#stats[data-state="done"]', { timeout: 60_000 });
+  assert.equal(await assistant.textContent(), expected);
+  assert.equal(await page.locator('#messages .msg.user').last().textContent(), kMessage);
+  const stats = await page.textContent('#stats');
+  assert.match(stats, /\d+ tokens · \d+(\.\d)? tok\/s/, stats);
+  assert.ok(await page.isHidden('#error'), 'no error shown');
+  assert.ok(await page.isEnabled('#send'));
+  assert.ok(await page.isDisabled('#stop'));
+});
+
+test('Stop ends a long generation and the server frees the request', async () => {
+  const maxTokens = 1800;  // stories260K's context is 2048: seconds of generation
+  await openPage();
+  await page.fill('#max-tokens', String(maxTokens));
+  await page.fill('#prompt', 'Once upon a time');
+  await page.click('#send');
+  await page.waitForSelector('#stats[data-state="streaming"]', { timeout: 60_000 });
+  await page.click('#stop');
+  await page.waitForSelector('#stats[data-state="stopped"]', { timeout: 10_000 });
+  const stoppedText = await page.locator('#messages .msg.assistant').last().textContent();
+  assert.ok(stoppedText.length > 0, 'the partial answer stays');
+  assert.match(await page.textContent('#stats'), /stopped/);
+  // The server ends the disconnected sequence at its next step: the running gauge drops to 0.
+  let running;
+  for (let i = 0; i < 100; i += 1) {
+    running = await runningRequests();
+    if (running === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.equal(running, 0, 'strata:num_requests_running returns to 0 after Stop');
+  // No text arrives after Stop.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(await page.locator('#messages .msg.assistant').last().textContent(), stoppedText);
+  assert.ok(await page.isEnabled('#send'));
+});
+
+test('an API error is shown with the server message', async () => {
+  await openPage();
+  await page.fill('#max-tokens', '0');  // max_tokens must be at least 1
+  await page.fill('#prompt', 'Hello');
+  await page.click('#send');
+  await page.waitForSelector('#stats[data-state="error"]', { timeout: 30_000 });
+  assert.match(await page.textContent('#error'), /^400 /);
+  assert.equal(await page.inputValue('#prompt'), 'Hello', 'the message returns to the box');
+});
