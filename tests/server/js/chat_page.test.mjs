@@ -2,7 +2,7 @@
 // a message streams an answer equal to the API's greedy answer, the stats show tokens/s, and
 // Stop ends a long generation, which the server sees as a disconnect.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, afterEach, before, test } from 'node:test';
 import { chromium } from 'playwright-core';
 import { metricValue, startServer } from './lib/server.mjs';
 
@@ -12,13 +12,17 @@ const kMessage = 'Tell me a story about a cat.';
 let server;
 let browser;
 let page;
+const pageErrors = [];  // uncaught exceptions of the page's script
 
 before(async () => {
   server = await startServer();
   // --no-sandbox: Chromium's sandbox refuses to run as root, as CI containers do.
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
   page = await browser.newPage();
-  page.on('pageerror', (error) => { throw error; });
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+});
+afterEach(() => {
+  assert.deepEqual(pageErrors, [], 'the page script threw');
 });
 after(async () => {
   await browser?.close();

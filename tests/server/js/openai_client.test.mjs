@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
+import { assertSchema } from './lib/schemas.mjs';
 import { startServer } from './lib/server.mjs';
 
 const kApiKey = 'test-key-8f3a';
@@ -24,16 +25,31 @@ after(async () => {
   await server?.stop();
 });
 
+// Every whole response and every streamed chunk is checked against OpenAI's schema.
+async function checked(request, name) {
+  const result = await request;
+  if (typeof result[Symbol.asyncIterator] !== 'function') {
+    assertSchema(name, result);
+    return result;
+  }
+  return (async function* chunks() {
+    for await (const chunk of result) {
+      assertSchema(name.endsWith('.completion') ? `${name}.chunk` : name, chunk);
+      yield chunk;
+    }
+  })();
+}
+
 function greedyChat(extra = {}) {
-  return client.chat.completions.create({
+  return checked(client.chat.completions.create({
     model, messages: kMessages, max_tokens: kMaxTokens, temperature: 0, ...extra,
-  });
+  }), 'chat.completion');
 }
 
 function greedyCompletion(extra = {}) {
-  return client.completions.create({
+  return checked(client.completions.create({
     model, prompt: kPrompt, max_tokens: kMaxTokens, temperature: 0, ...extra,
-  });
+  }), 'text_completion');
 }
 
 function assertUsage(usage) {
@@ -66,6 +82,7 @@ async function collect(stream, textOf) {
 describe('models', () => {
   test('models.list names the served model', async () => {
     const page = await client.models.list();
+    assertSchema('model list', { object: page.object, data: page.data });
     const ids = page.data.map((m) => m.id);
     assert.ok(ids.includes(model), `model list ${JSON.stringify(ids)} lacks the --alias`);
     for (const m of page.data) {
