@@ -23,6 +23,7 @@ Command add_chat_command(CLI::App& app);
 Command add_synth_command(CLI::App& app);
 Command add_quantize_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;

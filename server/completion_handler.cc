@@ -1,0 +1,249 @@
+#include "server/completion_handler.h"
+
+#include <httplib.h>
+
+#include <random>
+
+#include "server/http_errors.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+
+namespace strata::server {
+namespace {
+
+// How long a stream waits for the next event before it checks that the client is still there.
+constexpr std::chrono::milliseconds kEventWait{100};
+
+// Per-choice progress while events arrive.
+struct ChoiceState {
+  ChoiceResult result;
+  size_t completion_tokens = 0;
+  std::vector<LogprobEntry> pending_logprobs;  // tokens whose text the engine still holds back
+  bool finished = false;
+};
+
+// The whole response being assembled from a job's events, streamed or not.
+struct Collector {
+  explicit Collector(const Engine& e) : engine(e) {}
+  const Engine& engine;
+  bool logprobs = false;
+  std::vector<ChoiceState> choices;
+  size_t prompt_tokens = 0;
+  size_t n_finished = 0;
+  std::optional<Error> error;  // a choice failed; the response is an error
+
+  // Folds one event into its choice; returns the text and logprobs it adds.
+  void add(const ChoiceEvent& e, std::string& text, std::vector<LogprobEntry>& entries) {
+    ChoiceState& c = choices[e.choice];
+    const TokenEvent& t = e.event;
+    if (t.token >= 0) {
+      ++c.completion_tokens;
+      const bool end_of_generation = t.finish == FinishReason::kStop && t.text.empty();
+      if (logprobs && !end_of_generation) {
+        LogprobEntry entry{engine.token_piece(t.token), t.logprob, {}, c.result.text.size()};
+        for (const TokenLogprob& alt : t.top_logprobs)
+          entry.top.emplace_back(engine.token_piece(alt.token), alt.logprob);
+        c.pending_logprobs.push_back(std::move(entry));
+      }
+    }
+    text = t.text;
+    c.result.text += t.text;
+    if (!text.empty() || t.finish != FinishReason::kNone) {
+      entries = std::move(c.pending_logprobs);
+      c.pending_logprobs.clear();
+      c.result.logprobs.insert(c.result.logprobs.end(), entries.begin(), entries.end());
+    }
+    if (t.finish == FinishReason::kNone) return;
+    c.finished = true;
+    c.result.finish = t.finish;
+    ++n_finished;
+    if (t.finish == FinishReason::kError && !error) {
+      error = make_error(t.error.find("--timeout") != std::string::npos ? ErrorCode::kUnavailable
+                                                                        : ErrorCode::kInternal,
+                         t.error);
+    } else if (t.finish == FinishReason::kCancelled && !error) {
+      error = make_error(ErrorCode::kUnavailable, "the request was cancelled by the server");
+    }
+  }
+  bool done() const { return n_finished == choices.size(); }
+  Usage usage() const {
+    Usage u{prompt_tokens, 0};
+    for (const ChoiceState& c : choices) u.completion_tokens += c.completion_tokens;
+    return u;
+  }
+};
+
+// Builds one GenerationRequest per choice: each prompt times n.
+std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
+    const CompletionContext& ctx, const Engine& engine, const CompletionRequest& r,
+    size_t& prompt_tokens) {
+  std::vector<std::vector<TokenId>> prompts;
+  std::string param = r.chat ? "messages" : "prompt";
+  if (r.chat) {
+    if (!ctx.chat_template.ok()) return RequestError{ctx.chat_template.error(), ""};
+    Result<std::vector<TokenId>> tokens =
+        chat_prompt_tokens(engine, *ctx.chat_template, r.messages_json);
+    if (!tokens.ok()) return RequestError{tokens.error(), param};
+    prompts.push_back(std::move(tokens).value());
+  } else {
+    for (const PromptInput& p : r.prompts) {
+      prompts.push_back(p.is_tokens ? p.tokens
+                                    : engine.tokenize(p.text, /*add_special=*/true,
+                                                      /*parse_special=*/true));
+    }
+  }
+  const size_t context = engine.model().context;
+  const size_t n_vocab = engine.model().n_vocab;
+  std::vector<GenerationRequest> choices;
+  std::random_device random;
+  for (const std::vector<TokenId>& prompt : prompts) {
+    for (TokenId t : prompt) {
+      if (static_cast<size_t>(t) >= n_vocab) {
+        return RequestError{
+            make_error(ErrorCode::kInvalidArgument, "'prompt' token id " + std::to_string(t) +
+                                                        " is outside the vocabulary of " +
+                                                        std::to_string(n_vocab) + " tokens"),
+            param};
+      }
+    }
+    if (prompt.size() >= context) {
+      return RequestError{
+          make_error(ErrorCode::kOutOfRange,
+                     "the prompt has " + std::to_string(prompt.size()) +
+                         " tokens but the context holds " + std::to_string(context) +
+                         " (prompt plus at least one generated token); shorten it"),
+          param};
+    }
+    prompt_tokens += prompt.size();
+    for (int i = 0; i < r.n; ++i) {
+      GenerationRequest g = r.generation;
+      g.prompt = prompt;
+      g.max_tokens = r.max_tokens.value_or(static_cast<int>(context - prompt.size()));
+      g.sampling.seed = r.seeded ? r.generation.sampling.seed + static_cast<uint64_t>(i)
+                                 : (static_cast<uint64_t>(random()) << 32) ^ random();
+      if (r.chat && ctx.chat_template.ok()) {
+        for (std::string& s : chat_template_stops(*ctx.chat_template)) g.stop.push_back(s);
+      }
+      choices.push_back(std::move(g));
+    }
+  }
+  return choices;
+}
+
+void respond_whole(std::shared_ptr<Job> job, Collector& collector, const ResponseHeader& header,
+                   httplib::Response& res) {
+  ChoiceEvent e;
+  std::string text;
+  std::vector<LogprobEntry> entries;
+  while (!collector.done()) {
+    if (job->next(e, kEventWait)) collector.add(e, text, entries);
+    if (collector.error) break;
+  }
+  if (collector.error) {
+    job->cancel();
+    return send_error(res, *collector.error);
+  }
+  std::vector<ChoiceResult> results;
+  for (ChoiceState& c : collector.choices) {
+    c.result.has_logprobs = collector.logprobs;
+    results.push_back(std::move(c.result));
+  }
+  res.set_content(completion_body(header, results, collector.usage()), "application/json");
+}
+
+// Streams the job's events as SSE chunks. The provider runs on this request's HTTP thread; it
+// returns false (ending the response) when the client is gone, and the releaser then cancels
+// the job so its sequences free their KV pages at the worker's next iteration.
+void respond_stream(std::shared_ptr<Job> job, std::shared_ptr<Collector> collector,
+                    ResponseHeader header, std::shared_ptr<void> in_flight,
+                    httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto started = std::make_shared<bool>(false);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [job, collector, header, started, in_flight](size_t, httplib::DataSink& sink) {
+        std::string out;
+        if (!*started) {
+          *started = true;
+          if (header.chat) {
+            for (size_t i = 0; i < collector->choices.size(); ++i)
+              out += sse_event(role_chunk(header, i));
+          }
+        }
+        ChoiceEvent e;
+        bool got = job->next(e, kEventWait);
+        while (got) {
+          std::string text;
+          std::vector<LogprobEntry> entries;
+          collector->add(e, text, entries);
+          if (collector->error) {
+            out += sse_event(error_json(*collector->error));
+            out += kSseDone;
+            job->cancel();
+            if (!sink.write(out.data(), out.size())) return false;
+            sink.done();
+            return true;
+          }
+          if (!text.empty() || !entries.empty()) {
+            out += sse_event(
+                text_chunk(header, e.choice, text, collector->logprobs ? &entries : nullptr));
+          }
+          if (e.event.finish != FinishReason::kNone)
+            out += sse_event(finish_chunk(header, e.choice, e.event.finish));
+          got = job->next(e, std::chrono::milliseconds(0));
+        }
+        if (collector->done()) {
+          if (header.include_usage) out += sse_event(usage_chunk(header, collector->usage()));
+          out += kSseDone;
+        }
+        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+        if (collector->done()) {
+          sink.done();
+          return true;
+        }
+        return out.empty() ? sink.is_writable() : true;
+      },
+      [job](bool) { job->cancel(); });
+}
+
+}  // namespace
+
+void send_error(httplib::Response& res, const Error& error, const std::string& param) {
+  HttpError e = http_error(error, param);
+  res.status = e.status;
+  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
+  res.set_content(e.body, "application/json");
+}
+
+void handle_completion(const CompletionContext& ctx, bool chat, const httplib::Request& req,
+                       httplib::Response& res) {
+  std::variant<CompletionRequest, RequestError> parsed =
+      chat ? parse_chat_request(req.body) : parse_completion_request(req.body);
+  if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(res, e->error, e->param);
+  const CompletionRequest& request = std::get<CompletionRequest>(parsed);
+  const Engine* engine = ctx.worker.engine();
+  if (!engine) {
+    return send_error(res, make_error(ErrorCode::kUnavailable, "the model is still loading"));
+  }
+  auto collector = std::make_shared<Collector>(*engine);
+  std::variant<std::vector<GenerationRequest>, RequestError> choices =
+      build_choices(ctx, *engine, request, collector->prompt_tokens);
+  if (auto* e = std::get_if<RequestError>(&choices)) return send_error(res, e->error, e->param);
+  collector->logprobs = request.generation.logprobs;
+  collector->choices.resize(std::get<0>(choices).size());
+
+  Result<std::shared_ptr<Job>> job = ctx.worker.enqueue(std::move(std::get<0>(choices)));
+  if (!job.ok()) return send_error(res, job.error());
+  Status submitted = (*job)->wait_submitted();
+  if (!submitted.ok()) return send_error(res, submitted.error());
+
+  ResponseHeader header = make_response_header(chat, ctx.model_id, request.include_usage);
+  if (request.stream) {
+    respond_stream(*job, collector, std::move(header), ctx.in_flight, res);
+  } else {
+    respond_whole(*job, *collector, header, res);
+  }
+}
+
+}  // namespace strata::server

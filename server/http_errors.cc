@@ -1,0 +1,92 @@
+#include "server/http_errors.h"
+
+#include <nlohmann/json.hpp>
+
+namespace strata::server {
+namespace {
+
+using nlohmann::json;
+
+struct Mapping {
+  int status;
+  const char* type;
+  const char* code;
+};
+
+// OpenAI's error types: invalid_request_error (4xx the client can fix), authentication_error,
+// server_error (5xx). `code` is a finer machine-readable reason.
+Mapping mapping_for(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return {400, "invalid_request_error", "invalid_value"};
+    case ErrorCode::kOutOfRange:
+      return {400, "invalid_request_error", "context_length_exceeded"};
+    case ErrorCode::kUnsupported:
+      return {400, "invalid_request_error", "unsupported_value"};
+    case ErrorCode::kNotFound:
+      return {404, "invalid_request_error", "not_found"};
+    case ErrorCode::kUnavailable:
+      return {503, "server_error", "server_overloaded"};
+    case ErrorCode::kInvalidFile:
+    case ErrorCode::kIo:
+    case ErrorCode::kInternal:
+      break;
+  }
+  return {500, "server_error", "internal_error"};
+}
+
+std::string body(const std::string& message, const char* type, const std::string& param,
+                 const char* code) {
+  json error = {{"message", message},
+                {"type", type},
+                {"param", param.empty() ? json(nullptr) : json(param)},
+                {"code", code}};
+  // Messages may quote client bytes that are not UTF-8; replace them rather than fail.
+  return json{{"error", error}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+HttpError http_error(const Error& error, const std::string& param) {
+  const Mapping m = mapping_for(error.code);
+  HttpError out;
+  out.status = m.status;
+  out.body = body(error.message, m.type, param, m.code);
+  if (m.status == 503) out.retry_after_s = kRetryAfterSeconds;
+  return out;
+}
+
+HttpError unauthorized_error() {
+  return {401,
+          body("invalid or missing API key: send the header 'Authorization: Bearer <key>'",
+               "authentication_error", "", "invalid_api_key"),
+          0};
+}
+
+HttpError not_found_error(const std::string& path) {
+  return {404, body("no such route: " + path, "invalid_request_error", "", "not_found"), 0};
+}
+
+HttpError payload_too_large_error(size_t limit_bytes) {
+  return {
+      413,
+      body("the request body is larger than the limit of " + std::to_string(limit_bytes) + " bytes",
+           "invalid_request_error", "", "payload_too_large"),
+      0};
+}
+
+HttpError status_error(int status) {
+  const bool client = status < 500;
+  return {status,
+          body("the request failed with HTTP status " + std::to_string(status),
+               client ? "invalid_request_error" : "server_error", "",
+               client ? "bad_request" : "internal_error"),
+          0};
+}
+
+std::string error_json(const Error& error) {
+  const Mapping m = mapping_for(error.code);
+  return body(error.message, m.type, "", m.code);
+}
+
+}  // namespace strata::server

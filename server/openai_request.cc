@@ -1,0 +1,436 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace strata::server {
+namespace {
+
+using nlohmann::json;
+
+RequestError field_error(const std::string& field, const std::string& what) {
+  return {make_error(ErrorCode::kInvalidArgument, "'" + field + "' " + what), field};
+}
+
+// Reads the fields of one JSON object. Each getter leaves its output alone when the field is
+// absent or null and records the first type or range error; callers check error() at the end.
+class Fields {
+ public:
+  explicit Fields(const json& object) : object_(object) {}
+
+  const json* find(const std::string& name) const {
+    auto it = object_.find(name);
+    if (it == object_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  void number(const std::string& name, float& out, double lo, double hi) {
+    const json* v = find(name);
+    if (!v) return;
+    if (!v->is_number()) return fail(field_error(name, "must be a number"));
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi) {
+      return fail(field_error(name, "must be between " + format(lo) + " and " + format(hi)));
+    }
+    out = static_cast<float>(d);
+  }
+
+  template <typename Int>
+  void integer(const std::string& name, Int& out, int64_t lo, int64_t hi) {
+    const json* v = find(name);
+    if (!v) return;
+    if (!v->is_number_integer()) return fail(field_error(name, "must be an integer"));
+    const bool in_range = v->is_number_unsigned()
+                              ? v->get<uint64_t>() <= static_cast<uint64_t>(hi)
+                              : v->get<int64_t>() >= lo && v->get<int64_t>() <= hi;
+    if (!in_range) {
+      return fail(field_error(
+          name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi)));
+    }
+    out = static_cast<Int>(v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>())
+                                                   : v->get<int64_t>());
+  }
+
+  void boolean(const std::string& name, bool& out) {
+    const json* v = find(name);
+    if (!v) return;
+    if (!v->is_boolean()) return fail(field_error(name, "must be a boolean"));
+    out = v->get<bool>();
+  }
+
+  void string(const std::string& name, std::string& out) {
+    const json* v = find(name);
+    if (!v) return;
+    if (!v->is_string()) return fail(field_error(name, "must be a string"));
+    out = v->get<std::string>();
+  }
+
+  void fail(RequestError e) {
+    if (!error_) error_ = std::move(e);
+  }
+  const std::optional<RequestError>& error() const { return error_; }
+
+ private:
+  static std::string format(double d) {
+    std::string s = std::to_string(d);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  }
+
+  const json& object_;
+  std::optional<RequestError> error_;
+};
+
+std::variant<json, RequestError> parse_object(std::string_view body) {
+  json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    return RequestError{make_error(ErrorCode::kInvalidArgument,
+                                   "the request body is not valid JSON (UTF-8 text expected)"),
+                        ""};
+  }
+  if (!root.is_object()) {
+    return RequestError{
+        make_error(ErrorCode::kInvalidArgument, "the request body must be a JSON object"), ""};
+  }
+  return root;
+}
+
+bool token_id(const json& v, TokenId& out) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<TokenId>::max()))
+      return false;
+  } else if (v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<TokenId>::max()) {
+    return false;
+  }
+  out = static_cast<TokenId>(v.get<int64_t>());
+  return true;
+}
+
+void parse_stop(Fields& f, std::vector<std::string>& stop) {
+  const json* v = f.find("stop");
+  if (!v) return;
+  constexpr size_t kMaxStops = 16;
+  if (v->is_string()) {
+    if (!v->get<std::string>().empty()) stop.push_back(v->get<std::string>());
+    return;
+  }
+  if (!v->is_array()) return f.fail(field_error("stop", "must be a string or a list of strings"));
+  if (v->size() > kMaxStops) {
+    return f.fail(
+        field_error("stop", "may hold at most " + std::to_string(kMaxStops) + " strings"));
+  }
+  for (const json& s : *v) {
+    if (!s.is_string()) return f.fail(field_error("stop", "must be a string or a list of strings"));
+    if (!s.get<std::string>().empty()) stop.push_back(s.get<std::string>());
+  }
+}
+
+void parse_logit_bias(Fields& f, std::map<TokenId, float>& bias) {
+  const json* v = f.find("logit_bias");
+  if (!v) return;
+  if (!v->is_object()) {
+    return f.fail(field_error("logit_bias", "must be an object mapping token ids to numbers"));
+  }
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    char* end = nullptr;
+    errno = 0;
+    const long id = std::strtol(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || errno != 0 || id < 0 ||
+        id > std::numeric_limits<TokenId>::max()) {
+      return f.fail(field_error("logit_bias", "keys must be token ids (\"" + key + "\" is not)"));
+    }
+    if (!it.value().is_number()) {
+      return f.fail(field_error("logit_bias", "values must be numbers"));
+    }
+    const double b = it.value().get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) {
+      return f.fail(field_error("logit_bias", "values must be between -100 and 100"));
+    }
+    bias[static_cast<TokenId>(id)] = static_cast<float>(b);
+  }
+}
+
+void parse_constraint(Fields& f, OutputConstraint& c) {
+  if (const json* g = f.find("grammar")) {
+    if (!g->is_string()) return f.fail(field_error("grammar", "must be a string (GBNF)"));
+    c.kind = ConstraintKind::kGrammar;
+    c.text = g->get<std::string>();
+  }
+  const json* rf = f.find("response_format");
+  if (!rf) return;
+  if (!rf->is_object()) return f.fail(field_error("response_format", "must be an object"));
+  auto type = rf->find("type");
+  if (type == rf->end() || !type->is_string()) {
+    return f.fail(field_error("response_format.type", "must be a string"));
+  }
+  const std::string t = type->get<std::string>();
+  if (t == "text") return;
+  if (c.kind != ConstraintKind::kNone) {
+    return f.fail(field_error("response_format", "cannot be combined with 'grammar'"));
+  }
+  if (t == "json_object") {
+    c.kind = ConstraintKind::kJsonObject;
+    return;
+  }
+  if (t != "json_schema") {
+    return f.fail(field_error("response_format.type",
+                              "must be \"text\", \"json_object\" or \"json_schema\""));
+  }
+  auto js = rf->find("json_schema");
+  if (js == rf->end() || !js->is_object()) {
+    return f.fail(field_error("response_format.json_schema", "must be an object"));
+  }
+  auto schema = js->find("schema");
+  if (schema == js->end() || !(schema->is_object() || schema->is_boolean())) {
+    return f.fail(
+        field_error("response_format.json_schema.schema", "must be a JSON Schema object"));
+  }
+  c.kind = ConstraintKind::kJsonSchema;
+  c.text = schema->dump();
+}
+
+// Fields chat and completions share.
+void parse_common(Fields& f, CompletionRequest& r) {
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  SamplingOptions& s = r.generation.sampling;
+  f.string("model", r.model);
+  int max_tokens = 0;
+  bool has_max = f.find("max_tokens") || f.find("max_completion_tokens");
+  f.integer("max_tokens", max_tokens, 1, kIntMax);
+  f.integer("max_completion_tokens", max_tokens, 1, kIntMax);
+  if (has_max) r.max_tokens = max_tokens;
+  f.number("temperature", s.temperature, 0.0, 2.0);
+  f.number("top_p", s.top_p, 0.0, 1.0);
+  f.number("presence_penalty", s.presence_penalty, -2.0, 2.0);
+  f.number("frequency_penalty", s.frequency_penalty, -2.0, 2.0);
+  f.integer("top_k", s.top_k, 0, kIntMax);
+  f.number("min_p", s.min_p, 0.0, 1.0);
+  f.number("repeat_penalty", s.repeat_penalty, 0.0, 10.0);
+  if (f.find("seed")) {
+    int64_t seed = 0;
+    f.integer("seed", seed, std::numeric_limits<int64_t>::min(),
+              std::numeric_limits<int64_t>::max());
+    s.seed = static_cast<uint64_t>(seed);
+    r.seeded = true;
+  }
+  f.integer("n", r.n, 1, kMaxChoices);
+  f.boolean("stream", r.stream);
+  if (const json* so = f.find("stream_options")) {
+    if (!so->is_object()) {
+      f.fail(field_error("stream_options", "must be an object"));
+    } else {
+      Fields options(*so);
+      options.boolean("include_usage", r.include_usage);
+      if (options.error()) {
+        f.fail(field_error("stream_options.include_usage", "must be a boolean"));
+      }
+    }
+  }
+  std::string user;
+  f.string("user", user);
+  f.boolean("ignore_eos", r.generation.ignore_eos);
+  parse_stop(f, r.generation.stop);
+  parse_logit_bias(f, s.logit_bias);
+  parse_constraint(f, r.generation.constraint);
+}
+
+// OpenAI content: a string, or an array of parts of which strata reads the text ones.
+std::optional<std::string> message_text(const json& content, size_t index, Fields& f) {
+  const std::string field = "messages[" + std::to_string(index) + "].content";
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_null()) return std::string();
+  if (!content.is_array()) {
+    f.fail(field_error(field, "must be a string or an array of content parts"));
+    return std::nullopt;
+  }
+  std::string text;
+  for (const json& part : content) {
+    auto type = part.is_object() ? part.find("type") : part.end();
+    if (!part.is_object() || type == part.end() || !type->is_string()) {
+      f.fail(field_error(field, "parts must be objects with a string 'type'"));
+      return std::nullopt;
+    }
+    if (type->get<std::string>() != "text") {
+      f.fail({make_error(ErrorCode::kUnsupported, "'" + field + "' part type \"" +
+                                                      type->get<std::string>() +
+                                                      "\" is not supported; only \"text\""),
+              field});
+      return std::nullopt;
+    }
+    auto t = part.find("text");
+    if (t == part.end() || !t->is_string()) {
+      f.fail(field_error(field, "text parts need a string 'text'"));
+      return std::nullopt;
+    }
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+void parse_messages(Fields& f, CompletionRequest& r) {
+  const json* messages = f.find("messages");
+  if (!messages) return f.fail(field_error("messages", "is required"));
+  if (!messages->is_array() || messages->empty()) {
+    return f.fail(field_error("messages", "must be a non-empty array of messages"));
+  }
+  json out = json::array();
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return f.fail(field_error(field, "must be an object"));
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) {
+      return f.fail(field_error(field + ".role", "must be a string"));
+    }
+    const std::string r_name = role->get<std::string>();
+    if (r_name != "system" && r_name != "user" && r_name != "assistant" && r_name != "tool" &&
+        r_name != "developer") {
+      return f.fail(
+          field_error(field + ".role", "must be system, developer, user, assistant or tool"));
+    }
+    auto content = m.find("content");
+    if (content == m.end() && r_name != "assistant") {
+      return f.fail(field_error(field + ".content", "is required"));
+    }
+    std::optional<std::string> text =
+        content == m.end() ? std::string() : message_text(*content, i, f);
+    if (!text) return;
+    out.push_back({{"role", r_name == "developer" ? "system" : r_name}, {"content", *text}});
+  }
+  r.messages_json = out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<std::vector<TokenId>> token_list(const json& v) {
+  std::vector<TokenId> ids;
+  for (const json& t : v) {
+    TokenId id;
+    if (!token_id(t, id)) return std::nullopt;
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+void parse_prompt(Fields& f, CompletionRequest& r) {
+  const json* p = f.find("prompt");
+  if (!p) return f.fail(field_error("prompt", "is required"));
+  const char* kShape =
+      "must be a string, an array of strings, an array of token ids or an array of such arrays";
+  if (p->is_string()) {
+    r.prompts.push_back({false, p->get<std::string>(), {}});
+    return;
+  }
+  if (!p->is_array() || p->empty()) return f.fail(field_error("prompt", kShape));
+  if ((*p)[0].is_number()) {
+    std::optional<std::vector<TokenId>> ids = token_list(*p);
+    if (!ids) return f.fail(field_error("prompt", "token ids must be non-negative integers"));
+    r.prompts.push_back({true, "", std::move(*ids)});
+    return;
+  }
+  for (const json& item : *p) {
+    if (item.is_string()) {
+      r.prompts.push_back({false, item.get<std::string>(), {}});
+    } else if (item.is_array() && !item.empty()) {
+      std::optional<std::vector<TokenId>> ids = token_list(item);
+      if (!ids) return f.fail(field_error("prompt", "token ids must be non-negative integers"));
+      r.prompts.push_back({true, "", std::move(*ids)});
+    } else {
+      return f.fail(field_error("prompt", kShape));
+    }
+  }
+  if (r.prompts.size() * static_cast<size_t>(r.n) > kMaxChoices) {
+    f.fail(
+        field_error("prompt", "prompts times 'n' must be at most " + std::to_string(kMaxChoices)));
+  }
+}
+
+}  // namespace
+
+std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_view body) {
+  std::variant<json, RequestError> root = parse_object(body);
+  if (auto* e = std::get_if<RequestError>(&root)) return *e;
+  Fields f(std::get<json>(root));
+  CompletionRequest r;
+  r.chat = true;
+  parse_common(f, r);
+  parse_messages(f, r);
+  bool logprobs = false;
+  f.boolean("logprobs", logprobs);
+  f.integer("top_logprobs", r.generation.top_logprobs, 0, 20);
+  if (!logprobs && r.generation.top_logprobs > 0) {
+    f.fail(field_error("top_logprobs", "needs 'logprobs' set to true"));
+  }
+  r.generation.logprobs = logprobs;
+  if (f.error()) return *f.error();
+  return r;
+}
+
+std::variant<CompletionRequest, RequestError> parse_completion_request(std::string_view body) {
+  std::variant<json, RequestError> root = parse_object(body);
+  if (auto* e = std::get_if<RequestError>(&root)) return *e;
+  Fields f(std::get<json>(root));
+  CompletionRequest r;
+  parse_common(f, r);
+  parse_prompt(f, r);
+  // Completions' logprobs is the number of alternatives per token (0 to 5), not a flag.
+  if (f.find("logprobs")) {
+    int top = 0;
+    f.integer("logprobs", top, 0, 5);
+    r.generation.logprobs = true;
+    r.generation.top_logprobs = top;
+  }
+  if (f.error()) return *f.error();
+  return r;
+}
+
+std::variant<TokenizeRequest, RequestError> parse_tokenize_request(std::string_view body) {
+  std::variant<json, RequestError> root = parse_object(body);
+  if (auto* e = std::get_if<RequestError>(&root)) return *e;
+  Fields f(std::get<json>(root));
+  TokenizeRequest r;
+  if (!f.find("content")) f.fail(field_error("content", "is required"));
+  f.string("content", r.content);
+  f.boolean("add_special", r.add_special);
+  f.boolean("parse_special", r.parse_special);
+  f.boolean("with_pieces", r.with_pieces);
+  if (f.error()) return *f.error();
+  return r;
+}
+
+std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::string_view body) {
+  std::variant<json, RequestError> root = parse_object(body);
+  if (auto* e = std::get_if<RequestError>(&root)) return *e;
+  Fields f(std::get<json>(root));
+  DetokenizeRequest r;
+  const json* tokens = f.find("tokens");
+  if (!tokens || !tokens->is_array()) return field_error("tokens", "must be an array of token ids");
+  std::optional<std::vector<TokenId>> ids = token_list(*tokens);
+  if (!ids) return field_error("tokens", "must be an array of token ids");
+  r.tokens = std::move(*ids);
+  return r;
+}
+
+Result<std::vector<TokenId>> chat_prompt_tokens(const Engine& engine,
+                                                const ChatTemplateSource& chat_template,
+                                                const std::string& messages_json) {
+  ChatRenderRequest render;
+  render.messages_json = messages_json;
+  render.add_generation_prompt = true;
+  render.bos_token = chat_template.bos_token;
+  render.eos_token = chat_template.eos_token;
+  STRATA_ASSIGN_OR_RETURN(std::string prompt, render_chat_template(chat_template.source, render));
+  // Templates that write the BOS text themselves must not get a second BOS.
+  const bool has_bos = chat_template.bos_token && !chat_template.bos_token->empty() &&
+                       prompt.rfind(*chat_template.bos_token, 0) == 0;
+  return engine.tokenize(prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
+}
+
+std::vector<std::string> chat_template_stops(const ChatTemplateSource& chat_template) {
+  if (chat_template.is_default) return {"<|im_end|>", "<|im_start|>"};
+  return {};
+}
+
+}  // namespace strata::server

@@ -1,0 +1,76 @@
+// OpenAI request bodies -> validated strata requests. Every field OpenAI defines for chat
+// completions and completions is type-checked here, with a message naming the field; unknown
+// fields are ignored, as OpenAI's own API does.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "strata/chat.h"
+#include "strata/engine.h"
+#include "strata/result.h"
+
+namespace strata::server {
+
+// Choices one request may ask for (`n`); each is one engine sequence.
+inline constexpr int kMaxChoices = 16;
+
+// A request that failed validation: the error and the field at fault (empty for the body itself).
+struct RequestError {
+  Error error;
+  std::string param;
+};
+
+// One completions prompt: text to tokenize, or token ids given by the client.
+struct PromptInput {
+  bool is_tokens = false;
+  std::string text;
+  std::vector<TokenId> tokens;
+};
+
+struct CompletionRequest {
+  bool chat = false;
+  std::string model;
+  std::string messages_json;         // chat: [{"role", "content": string}, ...]
+  std::vector<PromptInput> prompts;  // completions: one or more prompts
+  int n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::optional<int> max_tokens;
+  bool seeded = false;  // `seed` given: choice i uses seed + i
+  // Sampling, stop strings, logprobs and constraint; prompt and max_tokens are filled per choice.
+  GenerationRequest generation;
+};
+
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = true;
+  bool parse_special = true;
+  bool with_pieces = false;
+};
+
+struct DetokenizeRequest {
+  std::vector<TokenId> tokens;
+};
+
+// Each returns the request, or the first problem found (request-level 400s).
+std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_view body);
+std::variant<CompletionRequest, RequestError> parse_completion_request(std::string_view body);
+std::variant<TokenizeRequest, RequestError> parse_tokenize_request(std::string_view body);
+std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::string_view body);
+
+// The chat prompt: `messages_json` rendered by the model's chat template with the generation
+// prompt appended, tokenized with control tokens parsed. BOS is added unless the template
+// wrote it.
+Result<std::vector<TokenId>> chat_prompt_tokens(const Engine& engine,
+                                                const ChatTemplateSource& chat_template,
+                                                const std::string& messages_json);
+
+// Stop strings a template without end-of-turn tokens in the vocabulary needs (ChatML's).
+std::vector<std::string> chat_template_stops(const ChatTemplateSource& chat_template);
+
+}  // namespace strata::server

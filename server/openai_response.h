@@ -1,0 +1,65 @@
+// Response bodies and server-sent-event chunks in OpenAI's exact shapes: chat.completion,
+// chat.completion.chunk (the first chunk of a choice carries the assistant role), text_completion,
+// usage, and the logprobs objects of both APIs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata/engine.h"
+
+namespace strata::server {
+
+struct ResponseHeader {
+  bool chat = false;
+  std::string id;  // "chatcmpl-..." or "cmpl-..."
+  int64_t created = 0;
+  std::string model;
+  bool include_usage = false;  // streaming: chunks carry "usage": null, a last chunk the usage
+};
+
+// A fresh header: a random id with the API's prefix and the current Unix time.
+ResponseHeader make_response_header(bool chat, std::string model, bool include_usage);
+
+// One generated token's log probability and its best alternatives, with token text.
+struct LogprobEntry {
+  std::string token;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;
+  size_t text_offset = 0;  // completions: where the token's text starts in the choice's text
+};
+
+struct Usage {
+  size_t prompt_tokens = 0;
+  size_t completion_tokens = 0;
+};
+
+struct ChoiceResult {
+  std::string text;
+  FinishReason finish = FinishReason::kNone;
+  bool has_logprobs = false;
+  std::vector<LogprobEntry> logprobs;
+};
+
+// "stop" or "length" (OpenAI's finish reasons); null for anything else.
+const char* openai_finish_reason(FinishReason reason);
+
+// The whole non-streamed response.
+std::string completion_body(const ResponseHeader& header, const std::vector<ChoiceResult>& choices,
+                            const Usage& usage);
+
+// Streamed chunks, each a JSON text for sse_event().
+std::string role_chunk(const ResponseHeader& header, size_t choice);
+// `logprobs`: the entries for this chunk's tokens, or null for none requested.
+std::string text_chunk(const ResponseHeader& header, size_t choice, const std::string& text,
+                       const std::vector<LogprobEntry>* logprobs);
+std::string finish_chunk(const ResponseHeader& header, size_t choice, FinishReason finish);
+std::string usage_chunk(const ResponseHeader& header, const Usage& usage);
+
+// "data: <json>\n\n", and the stream's last event.
+std::string sse_event(const std::string& json);
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+}  // namespace strata::server
