@@ -1,6 +1,6 @@
 // strata's model file tools: synthesize a Llama-architecture GGUF with random weights at
 // realistic shapes (for speed measurements without downloading a model), and quantize a GGUF's
-// weight matrices to the 32-element block formats.
+// weight matrices to the GGUF block formats with the community's per-tensor type mixes.
 #pragma once
 
 #include <cstddef>
@@ -47,11 +47,18 @@ Status synthesize_model(const SynthOptions& options, const WriteProgressCallback
 struct QuantizeOptions {
   std::string input_path;
   std::string output_path;
-  std::string type;  // one of quantize_type_names()
+  std::string type;  // one of quantize_type_names(), case-insensitive
   int threads = 0;   // 0: one per hardware thread
+  // An importance matrix from llama-imatrix (GGUF `*.in_sum2`/`*.counts`, or the legacy .dat
+  // format): each tensor's scale search weights squared errors by its columns' importance.
+  std::string imatrix_path;
+  // Every quantizable matrix at the type's default type (no raised attn_v/ffn_down/output);
+  // rows that do not fit still fall back.
+  bool pure = false;
 };
 
-// "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1".
+// The file types, as llama-quantize names them: "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K",
+// "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K".
 std::vector<std::string> quantize_type_names();
 
 struct TensorQuantizeReport {
@@ -64,19 +71,25 @@ struct TensorQuantizeReport {
   bool quantized = false;
   // RMS of (dequantized output - input) over RMS of the input; 0 for kept tensors.
   double relative_rmse = 0;
+  bool importance_weighted = false;  // the importance matrix had an entry for this tensor
 };
 
 struct QuantizeReport {
+  std::string file_type;                      // the canonical name, e.g. "Q4_K_M"
+  uint32_t file_type_id = 0;                  // general.file_type (llama.cpp's LLAMA_FTYPE)
   std::vector<TensorQuantizeReport> tensors;  // in file order
-  // Why tensors that look like weight matrices were kept as they are (one line each).
+  // Tensors that fell back to another type or were kept, quantized tensors the importance matrix
+  // has no entry for (one line each).
   std::vector<std::string> warnings;
   uint64_t input_bytes = 0;   // tensor data only
   uint64_t output_bytes = 0;  // tensor data only
   double seconds = 0;
 };
 
-// Quantizes the 2-D `*.weight` matrices of a F32/F16/BF16 model whose rows are a multiple of the
-// block size (32), copies every other tensor and all metadata, and sets general.file_type.
+// Quantizes the weight matrices of a F32/F16/BF16 model to the file type's per-tensor types
+// (the community's mix: e.g. Q4_K_M keeps some attn_v and ffn_down tensors and the output at
+// Q6_K), with fallbacks for rows that do not fit a type's block; copies every other tensor and
+// all metadata, and sets general.file_type. The output does not depend on the thread count.
 Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
                                       const WriteProgressCallback& progress = {});
 

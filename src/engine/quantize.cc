@@ -1,22 +1,26 @@
-// `strata quantize`: re-encodes a model's weight matrices in a 32-element block format.
+// `strata quantize`: re-encodes a model's weight matrices in the GGUF block formats.
 //
-// Which tensors: as the community's quantizer does for the legacy formats, 2-D tensors named
-// `*.weight` whose rows (dims[0]) are a multiple of the block size; 1-D norms, biases and
-// matrices with odd row lengths (stories260K's ffn_down has 172 columns) are copied unchanged.
-// Every tensor is produced while the output is written, so memory holds one tensor at a time.
+// Which tensors and which types: quantize_mix.h (the community's per-tensor rules and
+// fallbacks). Every tensor is produced while the output is written, so memory holds one tensor
+// at a time; rows are quantized in parallel and each row's bytes depend only on the row, so the
+// file does not depend on the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/dtype.h"
 #include "base/timer.h"
+#include "engine/quantize_imatrix.h"
+#include "engine/quantize_mix.h"
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
 #include "kernels/matmul.h"
+#include "kernels/reference/quantize_k_ref.h"
 #include "kernels/reference/quantize_ref.h"
 #include "platform/thread_pool.h"
 #include "strata/model_tools.h"
@@ -24,44 +28,33 @@
 namespace strata {
 namespace {
 
-struct QuantType {
-  const char* name;
-  DType type;
-  uint32_t file_type;  // llama.cpp's LLAMA_FTYPE id for general.file_type
-};
+namespace ref = kernels::reference;
 
-constexpr QuantType kQuantTypes[] = {
-    {"Q8_0", DType::kQ8_0, 7}, {"Q4_0", DType::kQ4_0, 2}, {"Q4_1", DType::kQ4_1, 3},
-    {"Q5_0", DType::kQ5_0, 8}, {"Q5_1", DType::kQ5_1, 9},
-};
 // The block layout version of the quantized formats (GGML_QNT_VERSION).
 constexpr uint32_t kQuantizationVersion = 2;
 // Rows per parallel work item: enough elements to amortize the hand-out.
 constexpr size_t kElementsPerChunk = 1 << 16;
 
-Result<const QuantType*> find_quant_type(const std::string& name) {
-  std::string upper = name;
-  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
-  for (const QuantType& q : kQuantTypes) {
-    if (upper == q.name) return &q;
+// One row in `type`; importance (null or one weight per element) steers the scale search.
+void encode_row(DType type, const float* x, uint8_t* out, size_t n, const float* importance) {
+  if (ref::is_k_quant(type)) return ref::quantize_row_k_ref(type, x, out, n, importance);
+  if (importance != nullptr && ref::can_quantize_weighted(type)) {
+    return ref::quantize_row_weighted_ref(type, x, out, n, importance);
   }
-  std::string names;
-  for (const std::string& n : quantize_type_names()) names += (names.empty() ? "" : ", ") + n;
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unsupported quantization type '" + name + "'; supported: " + names);
+  ref::quantize_row_ref(type, x, out, n);
 }
-
-bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // Quantizes `t` into `dst` row by row on the pool; returns RMS(error) / RMS(input), where the
 // error is the dequantized output minus the (dequantized) input. Sums are kept per chunk and
-// added in order, so the figure does not depend on scheduling.
-double quantize_tensor(const gguf::TensorInfo& t, DType out_type, uint8_t* dst, ThreadPool& pool) {
-  const size_t cols = t.dims[0], rows = t.rows();
+// added in order, so the figure does not depend on scheduling. `importance` holds dims[0]
+// weights per matrix of the tensor (one matrix per dims[2] slice) or is null.
+double quantize_tensor(const gguf::TensorInfo& t, DType out_type, const float* importance,
+                       uint8_t* dst, ThreadPool& pool) {
+  const size_t cols = t.dims[0], rows = t.rows(), rows_per_matrix = t.dims[1];
   const size_t in_stride = row_bytes(t.type, cols), out_stride = row_bytes(out_type, cols);
   const size_t rows_per_chunk = std::max<size_t>(1, kElementsPerChunk / cols);
   const size_t n_chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-  std::vector<double> err(n_chunks, 0.0), ref(n_chunks, 0.0);
+  std::vector<double> err(n_chunks, 0.0), ref_sq(n_chunks, 0.0);
   std::vector<std::vector<float>> input(pool.num_threads()), back(pool.num_threads());
   pool.parallel_for(n_chunks, [&](size_t chunk, size_t thread) {
     std::vector<float>& x = input[thread];
@@ -71,36 +64,58 @@ double quantize_tensor(const gguf::TensorInfo& t, DType out_type, uint8_t* dst, 
     const size_t end = std::min(rows, (chunk + 1) * rows_per_chunk);
     for (size_t r = chunk * rows_per_chunk; r < end; ++r) {
       uint8_t* out = dst + r * out_stride;
+      const float* row_importance =
+          importance ? importance + (r / rows_per_matrix) * cols : nullptr;
       kernels::dequantize_row(t.type, t.data + r * in_stride, x.data(), cols);
-      kernels::reference::quantize_row_ref(out_type, x.data(), out, cols);
+      encode_row(out_type, x.data(), out, cols, row_importance);
       kernels::dequantize_row(out_type, out, y.data(), cols);
       for (size_t c = 0; c < cols; ++c) {
         const double d = static_cast<double>(y[c]) - x[c];
         err[chunk] += d * d;
-        ref[chunk] += static_cast<double>(x[c]) * x[c];
+        ref_sq[chunk] += static_cast<double>(x[c]) * x[c];
       }
     }
   });
   double e = 0, s = 0;
   for (size_t i = 0; i < n_chunks; ++i) {
     e += err[i];
-    s += ref[i];
+    s += ref_sq[i];
   }
   if (s == 0) return e == 0 ? 0.0 : INFINITY;
   return std::sqrt(e / s);
+}
+
+// The importance entry for a tensor about to be quantized to `type`, or null; an entry of the
+// wrong size is an error (the matrix file belongs to another model), except for token_embd, which
+// llama.cpp also lets through unweighted.
+Result<const float*> importance_for(const quantize::ImportanceMatrix* imatrix,
+                                    const gguf::TensorInfo& t, DType type) {
+  if (imatrix == nullptr || !(ref::is_k_quant(type) || ref::can_quantize_weighted(type))) {
+    return nullptr;
+  }
+  const std::vector<float>* values = imatrix->find(t.name);
+  if (values == nullptr) return nullptr;
+  const uint64_t want = t.dims[0] * (t.dims.size() > 2 ? t.dims[2] : 1);
+  if (values->size() == want) return values->data();
+  if (t.name == "token_embd.weight") return nullptr;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "importance matrix entry for " + t.name + " has " +
+                        std::to_string(values->size()) + " values, the tensor needs " +
+                        std::to_string(want) + ": was the matrix computed for another model?");
 }
 
 }  // namespace
 
 std::vector<std::string> quantize_type_names() {
   std::vector<std::string> names;
-  for (const QuantType& q : kQuantTypes) names.emplace_back(q.name);
+  for (const quantize::FileType& t : quantize::file_types()) names.emplace_back(t.name);
   return names;
 }
 
 Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
                                       const WriteProgressCallback& progress) {
-  STRATA_ASSIGN_OR_RETURN(const QuantType* quant, find_quant_type(options.type));
+  STRATA_ASSIGN_OR_RETURN(const quantize::FileType* file_type,
+                          quantize::find_file_type(options.type));
   if (options.output_path.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "no output path given");
   }
@@ -110,37 +125,55 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
                       "input model " + options.input_path + ": " + opened.error().message);
   }
   const gguf::File& in = **opened;
-  const uint32_t block = traits(quant->type).block_size;
+  std::optional<quantize::ImportanceMatrix> imatrix;
+  if (!options.imatrix_path.empty()) {
+    STRATA_ASSIGN_OR_RETURN(imatrix, quantize::load_importance_matrix(options.imatrix_path));
+  }
 
   gguf::Writer writer;
   writer.copy_metadata(in);
-  writer.set("general.file_type", gguf::Value::uint32(quant->file_type));
+  writer.set("general.file_type", gguf::Value::uint32(file_type->id));
   writer.set("general.quantization_version", gguf::Value::uint32(kQuantizationVersion));
 
   QuantizeReport report;
+  report.file_type = std::string(file_type->name);
+  report.file_type_id = file_type->id;
   report.tensors.reserve(in.tensors().size());
+  quantize::TypeMix mix(*file_type, quantize::ModelShape::of(in), imatrix.has_value(),
+                        options.pure);
+  std::vector<DType> out_types;
+  std::vector<const float*> importance;
+  std::string unweighted;
   for (const gguf::TensorInfo& t : in.tensors()) {
+    const quantize::TensorChoice choice = mix.choose(t);
+    if (!choice.warning.empty()) report.warnings.push_back(choice.warning);
     TensorQuantizeReport r;
     r.name = t.name;
     r.input_type = std::string(dtype_name(t.type));
+    r.output_type = std::string(dtype_name(choice.type));
     r.n_elements = t.n_elements;
     r.input_bytes = t.n_bytes;
-    const bool weight_matrix = t.name.ends_with(".weight") && t.dims.size() == 2;
-    r.quantized = weight_matrix && is_float_type(t.type) && t.dims[0] % block == 0;
-    if (weight_matrix && !r.quantized) {
-      const std::string why =
-          !is_float_type(t.type)
-              ? "is already " + r.input_type + " (only F32, F16 and BF16 are quantized)"
-              : "has rows of " + std::to_string(t.dims[0]) + " elements, not a multiple of the " +
-                    quant->name + " block size " + std::to_string(block);
-      report.warnings.push_back("tensor " + t.name + " " + why + "; kept as " + r.input_type);
+    r.output_bytes = row_bytes(choice.type, t.dims[0]) * t.rows();
+    r.quantized = choice.quantize;
+    const float* weights = nullptr;
+    if (choice.quantize) {
+      STRATA_ASSIGN_OR_RETURN(weights,
+                              importance_for(imatrix ? &*imatrix : nullptr, t, choice.type));
+      r.importance_weighted = weights != nullptr;
+      const bool searched = ref::is_k_quant(choice.type) || ref::can_quantize_weighted(choice.type);
+      if (imatrix && weights == nullptr && searched) {
+        unweighted += (unweighted.empty() ? "" : ", ") + t.name;
+      }
     }
-    const DType out_type = r.quantized ? quant->type : t.type;
-    r.output_type = std::string(dtype_name(out_type));
-    r.output_bytes = row_bytes(out_type, t.dims[0]) * t.rows();
+    out_types.push_back(choice.type);
+    importance.push_back(weights);
     report.input_bytes += r.input_bytes;
     report.output_bytes += r.output_bytes;
     report.tensors.push_back(std::move(r));
+  }
+  if (!unweighted.empty()) {
+    report.warnings.push_back("the importance matrix has no entry for " + unweighted +
+                              "; quantized unweighted");
   }
 
   ThreadPool pool(static_cast<size_t>(std::max(options.threads, 0)));
@@ -149,12 +182,13 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const gguf::TensorInfo* t = &in.tensors()[i];
     TensorQuantizeReport* r = &report.tensors[i];
-    const DType out_type = r->quantized ? quant->type : t->type;
+    const DType out_type = out_types[i];
+    const float* weights = importance[i];
     // Kept tensors go through a generator too, so progress counts every tensor's bytes.
     STRATA_RETURN_IF_ERROR(writer.add_tensor_generator(
-        t->name, out_type, t->dims, [&, t, r, i, out_type](uint8_t* dst) {
+        t->name, out_type, t->dims, [&, t, r, i, out_type, weights](uint8_t* dst) {
           if (r->quantized) {
-            r->relative_rmse = quantize_tensor(*t, out_type, dst, pool);
+            r->relative_rmse = quantize_tensor(*t, out_type, weights, dst, pool);
           } else {
             std::memcpy(dst, t->data, t->n_bytes);
           }
