@@ -1,0 +1,538 @@
+// JSON Schema to GBNF: schema walking, combinators, references, scalars. See json_schema.h.
+#include "grammar/json_schema.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <optional>
+
+#include "grammar/json_schema_converter.h"
+#include "grammar/json_schema_internal.h"
+#include "grammar/regex_to_gbnf.h"
+
+// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
+namespace strata::grammar {
+namespace json_schema_detail {
+namespace {
+
+// Keywords that constrain values; anything else (title, description, default, examples,
+// $comment, readOnly, x-..., unknown words) is an annotation and is ignored.
+const std::set<std::string> kValidationKeywords = {"type",
+                                                   "enum",
+                                                   "const",
+                                                   "properties",
+                                                   "required",
+                                                   "additionalProperties",
+                                                   "patternProperties",
+                                                   "items",
+                                                   "prefixItems",
+                                                   "additionalItems",
+                                                   "minItems",
+                                                   "maxItems",
+                                                   "uniqueItems",
+                                                   "anyOf",
+                                                   "oneOf",
+                                                   "allOf",
+                                                   "$ref",
+                                                   "pattern",
+                                                   "minLength",
+                                                   "maxLength",
+                                                   "minimum",
+                                                   "maximum",
+                                                   "exclusiveMinimum",
+                                                   "exclusiveMaximum",
+                                                   "format",
+                                                   "not",
+                                                   "if",
+                                                   "dependencies",
+                                                   "dependentRequired",
+                                                   "dependentSchemas",
+                                                   "minProperties",
+                                                   "maxProperties",
+                                                   "multipleOf",
+                                                   "contains",
+                                                   "minContains",
+                                                   "maxContains",
+                                                   "propertyNames",
+                                                   "unevaluatedProperties",
+                                                   "unevaluatedItems",
+                                                   "$dynamicRef",
+                                                   "$recursiveRef"};
+
+const std::vector<std::string> kAllTypes = {"null",  "boolean", "object",
+                                            "array", "string",  "number"};
+
+std::string join_alternatives(const std::vector<std::string>& alternatives) {
+  if (alternatives.size() == 1) return alternatives[0];
+  std::string out = "(";
+  for (size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
+  return out + ")";
+}
+
+std::vector<std::string> type_list(const Json& schema) {
+  if (!schema.contains("type")) return kAllTypes;
+  const Json& type = schema["type"];
+  std::vector<std::string> types;
+  if (type.is_string()) types.push_back(type.get<std::string>());
+  if (type.is_array()) {
+    for (const Json& t : type) {
+      if (t.is_string()) types.push_back(t.get<std::string>());
+    }
+  }
+  // integer is a subset of number.
+  if (std::count(types.begin(), types.end(), "number") > 0) {
+    types.erase(std::remove(types.begin(), types.end(), "integer"), types.end());
+  }
+  return types;
+}
+
+bool value_has_type(const Json& value, const std::string& type) {
+  if (type == "null") return value.is_null();
+  if (type == "boolean") return value.is_boolean();
+  if (type == "object") return value.is_object();
+  if (type == "array") return value.is_array();
+  if (type == "string") return value.is_string();
+  if (type == "number") return value.is_number();
+  if (type == "integer") {
+    return value.is_number_integer() ||
+           (value.is_number_float() && std::floor(value.get<double>()) == value.get<double>());
+  }
+  return false;
+}
+
+}  // namespace
+
+Converter::Converter(Json root, const JsonSchemaOptions& options)
+    : root_(std::move(root)), options_(options) {
+  if (root_.is_object() && root_.contains("$schema") && root_["$schema"].is_string()) {
+    const std::string uri = root_["$schema"].get<std::string>();
+    if (uri.find("draft-04") != std::string::npos || uri.find("draft-03") != std::string::npos) {
+      draft_ = Draft::k4;
+    } else if (uri.find("draft-06") != std::string::npos) {
+      draft_ = Draft::k6;
+    } else if (uri.find("draft-07") != std::string::npos) {
+      draft_ = Draft::k7;
+    } else if (uri.find("2019-09") != std::string::npos) {
+      draft_ = Draft::k2019;
+    }
+  }
+  index_ids(root_);
+}
+
+void Converter::index_ids(const Json& schema) {
+  if (schema.is_object()) {
+    for (const char* key : {"$id", "id", "$anchor"}) {
+      if (schema.contains(key) && schema[key].is_string()) {
+        const std::string id = schema[key].get<std::string>();
+        ids_.emplace(std::string(key) == "$anchor" ? "#" + id : id, &schema);
+      }
+    }
+    for (const auto& [key, value] : schema.items()) {
+      if (key != "enum" && key != "const" && key != "default" && key != "examples") {
+        index_ids(value);
+      }
+    }
+  } else if (schema.is_array()) {
+    for (const Json& item : schema) index_ids(item);
+  }
+}
+
+Status Converter::unenforceable(const std::string& what, const std::string& path) const {
+  if (options_.best_effort) return ok_status();
+  return make_error(
+      ErrorCode::kUnsupported,
+      what + " at " + path + " cannot be enforced by a grammar; remove it or ask for best effort");
+}
+
+bool is_validation_keyword(const std::string& key) { return kValidationKeywords.count(key) > 0; }
+
+bool Converter::has_validation_keywords(const Json& schema) const {
+  if (!schema.is_object()) return false;
+  for (const auto& [key, value] : schema.items()) {
+    if (kValidationKeywords.count(key)) return true;
+  }
+  return false;
+}
+
+std::string Converter::new_rule(const std::string& hint) {
+  std::string name;
+  for (char c : hint) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!name.empty() && name.back() != '-') {
+      name += '-';
+    }
+  }
+  while (!name.empty() && name.back() == '-') name.pop_back();
+  if (name.size() > 40) name = name.substr(name.size() - 40);
+  name = "s-" + name;
+  std::string unique = name;
+  for (int i = 2; rule_index_.count(unique); ++i) unique = name + "-" + std::to_string(i);
+  rule_index_[unique] = rules_.size();
+  rules_.emplace_back(unique, "");
+  return unique;
+}
+
+void Converter::set_rule(const std::string& name, std::string body) {
+  grammar_bytes_ += body.size();
+  rules_[rule_index_.at(name)].second = std::move(body);
+}
+
+std::string Converter::base(const std::string& name) {
+  if (base_written_.count(name)) return name;
+  base_written_.insert(name);
+  const auto add = [&](std::string body) {
+    rule_index_[name] = rules_.size();
+    rules_.emplace_back(name, std::move(body));
+  };
+  if (name == "ws") {
+    // Written as flat literals: nested optional repetitions ([ ]{0,n}) cost the matcher far
+    // more stacks on every token boundary. Spaces only; pretty-printers indent with spaces.
+    std::string body = "(";
+    for (int i = 1; i <= options_.max_whitespace; ++i)
+      body += gbnf_literal(std::string(i, ' ')) + " | ";
+    for (int i = 0; i <= options_.max_indent; ++i) {
+      body += gbnf_literal("\n" + std::string(i, ' ')) + (i < options_.max_indent ? " | " : "");
+    }
+    add(body + ")?");
+  } else if (name == "value") {
+    add(base("object") + " | " + base("array") + " | " + base("string") + " | " + base("number") +
+        " | " + base("boolean") + " | " + base("null"));
+  } else if (name == "object") {
+    add("\"{\" " + base("ws") +
+        " (string ws \":\" ws value ws (\",\" ws string ws \":\" ws value " + "ws)*)? \"}\"");
+    base("string");
+    base("value");
+  } else if (name == "array") {
+    add("\"[\" " + base("ws") + " (value ws (\",\" ws value ws)*)? \"]\"");
+    base("value");
+  } else if (name == "string") {
+    add("\"\\\"\" " + base("char") + "* \"\\\"\"");
+  } else if (name == "char") {
+    add(json_char_gbnf());
+  } else if (name == "number") {
+    add("\"-\"? (\"0\" | [1-9] [0-9]{0,19}) (\".\" [0-9]{1,24})? ([eE] [-+]? [0-9]{1,3})?");
+  } else if (name == "integer") {
+    add("\"-\"? (\"0\" | [1-9] [0-9]{0,19})");
+  } else if (name == "boolean") {
+    add("\"true\" | \"false\"");
+  } else if (name == "null") {
+    add("\"null\"");
+  }
+  return name;
+}
+
+Result<std::string> Converter::run() {
+  if (!root_.is_object() && !root_.is_boolean()) {
+    return make_error(ErrorCode::kInvalidArgument, "a JSON Schema is an object or a boolean");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string root, visit(root_, "#"));
+  std::string out = "root ::= " + root + "\n";
+  for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+  return out;
+}
+
+Result<std::string> Converter::visit(const Json& schema, const std::string& path) {
+  if (schema.is_boolean()) {
+    if (schema.get<bool>()) return base("value");
+    return make_error(ErrorCode::kInvalidArgument, "the schema at " + path +
+                                                       " is false: no value "
+                                                       "is valid there");
+  }
+  if (!schema.is_object()) {
+    return make_error(ErrorCode::kInvalidArgument, "the schema at " + path + " is not an object");
+  }
+  if (!has_validation_keywords(schema)) return base("value");
+  std::string key = schema.dump();
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  if (depth_ > 200) {
+    return make_error(ErrorCode::kUnsupported,
+                      "the schema nests or recurses too deeply at " + path);
+  }
+  if (grammar_bytes_ > (size_t{16} << 20)) {
+    return make_error(ErrorCode::kUnsupported, "the schema's grammar exceeds 16 MiB at " + path);
+  }
+  const size_t slash = path.rfind('/');
+  const std::string name = new_rule(path == "#" ? "root" : path.substr(slash + 1));
+  memo_.emplace(std::move(key), name);
+  ++depth_;
+  auto body = visit_body(schema, path);
+  --depth_;
+  if (!body.ok()) return body.error();
+  set_rule(name, std::move(body).value());
+  return name;
+}
+
+Result<std::string> Converter::visit_body(const Json& schema, const std::string& path) {
+  for (const char* keyword : {"not", "if", "$dynamicRef", "$recursiveRef"}) {
+    if (schema.contains(keyword)) {
+      STRATA_RETURN_IF_ERROR(unenforceable("'" + std::string(keyword) + "'", path));
+    }
+  }
+  if (schema.contains("$ref")) {
+    Json rest = schema;
+    rest.erase("$ref");
+    if (draft_ < Draft::k2019 || !has_validation_keywords(rest)) {
+      if (!schema["$ref"].is_string()) {
+        return make_error(ErrorCode::kInvalidArgument, "$ref at " + path + " is not a string");
+      }
+      const std::string ref = schema["$ref"].get<std::string>();
+      STRATA_ASSIGN_OR_RETURN(const Json* target, resolve_ref(ref, path));
+      return visit(*target, ref);
+    }
+    STRATA_ASSIGN_OR_RETURN(Json merged, inline_ref(schema, path));
+    return visit(merged, path);
+  }
+  if (schema.contains("allOf") && schema["allOf"].is_array()) {
+    Json merged = schema;
+    merged.erase("allOf");
+    for (size_t i = 0; i < schema["allOf"].size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(
+          merged, merge(merged, schema["allOf"][i], path + "/allOf/" + std::to_string(i)));
+    }
+    return visit(merged, path);
+  }
+  for (const char* combinator : {"anyOf", "oneOf"}) {
+    if (!schema.contains(combinator) || !schema[combinator].is_array()) continue;
+    Json rest = schema;
+    rest.erase(combinator);
+    const bool distribute = has_validation_keywords(rest);
+    std::vector<std::string> alternatives;
+    const Json& branches = schema[combinator];
+    for (size_t i = 0; i < branches.size(); ++i) {
+      const std::string branch_path = path + "/" + combinator + "/" + std::to_string(i);
+      if (branches[i].is_boolean() && !branches[i].get<bool>()) continue;
+      if (distribute) {
+        STRATA_ASSIGN_OR_RETURN(Json merged, merge(rest, branches[i], branch_path));
+        STRATA_ASSIGN_OR_RETURN(std::string alt, visit(merged, branch_path));
+        alternatives.push_back(alt);
+      } else {
+        STRATA_ASSIGN_OR_RETURN(std::string alt, visit(branches[i], branch_path));
+        alternatives.push_back(alt);
+      }
+    }
+    if (alternatives.empty()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        combinator + std::string(" at ") + path + " has no satisfiable branch");
+    }
+    return join_alternatives(alternatives);
+  }
+  const std::vector<std::string> types = type_list(schema);
+  if (schema.contains("enum") || schema.contains("const")) {
+    Json values = Json::array();
+    if (schema.contains("const")) {
+      values.push_back(schema["const"]);
+    } else if (schema["enum"].is_array()) {
+      values = schema["enum"];
+    }
+    std::vector<std::string> alternatives;
+    for (const Json& value : values) {
+      const bool typed = std::any_of(types.begin(), types.end(), [&](const std::string& t) {
+        return value_has_type(value, t) || (t == "number" && value.is_number());
+      });
+      if (!typed) continue;
+      STRATA_ASSIGN_OR_RETURN(std::string alt, literal(value));
+      alternatives.push_back(alt);
+    }
+    if (alternatives.empty()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "enum/const at " + path + " has no value of the allowed types");
+    }
+    return join_alternatives(alternatives);
+  }
+  std::vector<std::string> alternatives;
+  for (const std::string& type : types) {
+    STRATA_ASSIGN_OR_RETURN(std::string alt, visit_type(schema, type, path));
+    alternatives.push_back(alt);
+  }
+  if (alternatives.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "'type' at " + path + " names no type");
+  }
+  return join_alternatives(alternatives);
+}
+
+Result<std::string> Converter::visit_type(const Json& schema, const std::string& type,
+                                          const std::string& path) {
+  if (type == "null") return base("null");
+  if (type == "boolean") return base("boolean");
+  if (type == "string") return string_grammar(schema, path);
+  if (type == "number") return number_grammar(schema, /*integer=*/false, path);
+  if (type == "integer") return number_grammar(schema, /*integer=*/true, path);
+  if (type == "object") return object_grammar(schema, path);
+  if (type == "array") return array_grammar(schema, path);
+  return make_error(ErrorCode::kInvalidArgument, "unknown type '" + type + "' at " + path);
+}
+
+Result<std::string> Converter::literal(const Json& value) {
+  if (value.is_string()) {
+    return gbnf_literal("\"" + json_escape(value.get<std::string>()) + "\"");
+  }
+  if (value.is_number_float()) {
+    const double v = value.get<double>();
+    if (std::floor(v) == v && std::fabs(v) < 1e15) {
+      const std::string whole = std::to_string(static_cast<int64_t>(v));
+      return "(" + gbnf_literal(whole) + " | " + gbnf_literal(whole + ".0") + ")";
+    }
+  }
+  if (value.is_array()) {
+    std::string out = "\"[\" " + base("ws");
+    for (size_t i = 0; i < value.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(std::string item, literal(value[i]));
+      out += (i ? " \",\" ws " : " ") + item + " ws";
+    }
+    return out + " \"]\"";
+  }
+  if (value.is_object()) {
+    std::string out = "\"{\" " + base("ws");
+    bool first = true;
+    for (const auto& [key, item] : value.items()) {
+      STRATA_ASSIGN_OR_RETURN(std::string item_gbnf, literal(item));
+      out += (first ? " " : " \",\" ws ") + gbnf_literal("\"" + json_escape(key) + "\"") +
+             " ws \":\" ws " + item_gbnf + " ws";
+      first = false;
+    }
+    return out + " \"}\"";
+  }
+  return gbnf_literal(value.dump());
+}
+
+Result<std::string> Converter::string_grammar(const Json& schema, const std::string& path) {
+  long min_length = 0, max_length = -1;
+  if (schema.contains("minLength") && schema["minLength"].is_number()) {
+    min_length = static_cast<long>(std::ceil(schema["minLength"].get<double>()));
+  }
+  if (schema.contains("maxLength") && schema["maxLength"].is_number()) {
+    max_length = static_cast<long>(std::floor(schema["maxLength"].get<double>()));
+  }
+  if (max_length >= 0 && max_length < min_length) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "maxLength < minLength at " + path + ": no string is valid");
+  }
+  std::optional<std::string> pattern;
+  if (schema.contains("pattern") && schema["pattern"].is_string()) {
+    pattern = schema["pattern"].get<std::string>();
+  }
+  if (schema.contains("format") && schema["format"].is_string()) {
+    const std::string format = schema["format"].get<std::string>();
+    bool unsupported = false;
+    std::optional<std::string> regex = format_regex(format, &unsupported);
+    if (unsupported) STRATA_RETURN_IF_ERROR(unenforceable("format '" + format + "'", path));
+    if (regex && pattern) {
+      STRATA_RETURN_IF_ERROR(unenforceable("format '" + format + "' with a pattern", path));
+    } else if (regex) {
+      pattern = regex;
+    }
+  }
+  const std::string quote = gbnf_literal("\"");
+  if (pattern) {
+    auto body = regex_to_gbnf(*pattern, min_length, max_length);
+    if (body.ok()) return quote + " " + *body + " " + quote;
+    if (body.error().code != ErrorCode::kUnsupported || !options_.best_effort) {
+      return make_error(body.error().code, body.error().message + " (at " + path + ")");
+    }
+  }
+  constexpr long kMaxRepeat = 10000;  // the GBNF parser's repetition limit
+  if (min_length > kMaxRepeat || max_length > kMaxRepeat) {
+    STRATA_RETURN_IF_ERROR(unenforceable("a string length bound above 10000", path));
+    min_length = std::min(min_length, kMaxRepeat);
+    if (max_length > kMaxRepeat) max_length = -1;
+  }
+  std::string repeat;
+  if (min_length == 0 && max_length < 0) {
+    return base("string");
+  } else if (max_length < 0) {
+    repeat = "{" + std::to_string(min_length) + ",}";
+  } else if (min_length == max_length) {
+    repeat = "{" + std::to_string(min_length) + "}";
+  } else {
+    repeat = "{" + std::to_string(min_length) + "," + std::to_string(max_length) + "}";
+  }
+  return quote + " " + base("char") + repeat + " " + quote;
+}
+
+Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
+                                              const std::string& path) {
+  if (schema.contains("multipleOf") && schema["multipleOf"].is_number()) {
+    const double step = schema["multipleOf"].get<double>();
+    if (step == 1.0) {
+      integer = true;
+    } else if (!(integer && step > 0 && std::floor(1.0 / step) == 1.0 / step)) {
+      STRATA_RETURN_IF_ERROR(unenforceable("'multipleOf'", path));
+    }
+  }
+  std::optional<Bound> lower, upper;
+  const auto read = [&](const char* inclusive_key, const char* exclusive_key,
+                        std::optional<Bound>* bound, bool lower_side) {
+    const auto tighter = [&](Bound b) {
+      if (!*bound) {
+        *bound = b;
+        return;
+      }
+      const bool better = lower_side ? (b.value > (*bound)->value) : (b.value < (*bound)->value);
+      if (better || (b.value == (*bound)->value && b.exclusive)) *bound = b;
+    };
+    if (schema.contains(inclusive_key) && schema[inclusive_key].is_number()) {
+      const bool draft4_exclusive = schema.contains(exclusive_key) &&
+                                    schema[exclusive_key].is_boolean() &&
+                                    schema[exclusive_key].get<bool>();
+      tighter(Bound{schema[inclusive_key].get<double>(), draft4_exclusive});
+    }
+    if (schema.contains(exclusive_key) && schema[exclusive_key].is_number()) {
+      tighter(Bound{schema[exclusive_key].get<double>(), true});
+    }
+  };
+  read("minimum", "exclusiveMinimum", &lower, true);
+  read("maximum", "exclusiveMaximum", &upper, false);
+  if (integer) {
+    constexpr double kLimit = 9.2e18;
+    std::optional<int64_t> lo, hi;
+    if (lower && std::fabs(lower->value) < kLimit) {
+      lo = static_cast<int64_t>(lower->exclusive ? std::floor(lower->value) + 1
+                                                 : std::ceil(lower->value));
+    }
+    if (upper && std::fabs(upper->value) < kLimit) {
+      hi = static_cast<int64_t>(upper->exclusive ? std::ceil(upper->value) - 1
+                                                 : std::floor(upper->value));
+    }
+    if (!lo && !hi) return base("integer");
+    if (lo && hi && *lo > *hi) {
+      return make_error(ErrorCode::kInvalidArgument, "no integer is within the bounds at " + path);
+    }
+    return integer_range_gbnf(lo, hi);
+  }
+  if (!lower && !upper) return base("number");
+  auto range = number_range_gbnf(lower, upper);
+  if (range.ok()) return range;
+  if (range.error().code == ErrorCode::kUnsupported) {
+    STRATA_RETURN_IF_ERROR(unenforceable(range.error().message, path));
+    return base("number");
+  }
+  return make_error(range.error().code, range.error().message + " (at " + path + ")");
+}
+
+}  // namespace json_schema_detail
+
+Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
+                                        const JsonSchemaOptions& options) {
+  json_schema_detail::Json schema =
+      json_schema_detail::Json::parse(schema_json, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) {
+    return make_error(ErrorCode::kInvalidArgument, "the JSON Schema is not valid JSON");
+  }
+  return json_schema_detail::Converter(std::move(schema), options).run();
+}
+
+std::string json_object_gbnf(const JsonSchemaOptions& options) {
+  json_schema_detail::Converter converter(json_schema_detail::Json::object(), options);
+  auto grammar = converter.run();  // an empty schema: any value; root is replaced below
+  std::string text = "root ::= " + converter.base("object") + "\n";
+  // run() wrote `root ::= value` and the value rules; keep those rules, not its root.
+  const std::string& all = grammar.value();
+  return text + all.substr(all.find('\n') + 1);
+}
+
+}  // namespace strata::grammar

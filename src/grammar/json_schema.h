@@ -1,0 +1,48 @@
+// JSON Schema (drafts 4, 6, 7, 2019-09, 2020-12 as real schemas use them) compiled to GBNF.
+//
+// The grammar accepts exactly the JSON texts that are valid under the schema and written in
+// its canonical shape: object keys in a fixed order (the schema's `properties` order, required
+// keys present, optional ones skippable, then any additional keys), numbers and strings as
+// JSON writes them, whitespace between tokens bounded so that a model cannot loop on spaces.
+// A validation keyword the grammar cannot enforce (`not`, `if`, `dependencies`,
+// `minProperties`, `multipleOf`, float bounds, remote `$ref`, ...) is a kUnsupported error that
+// names it and where it sits, unless `best_effort` is set, in which case it is dropped.
+// Annotation keywords (title, description, default, examples, $comment, ...) are ignored, and
+// so are `format` values that no validator asserts (OpenAPI's int32, byte, ...).
+//
+// This header matches the agreed API (grammar_api.md); JsonSchemaOptions has two fields more
+// (max_indent, and the draft override).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "strata/result.h"
+
+namespace strata::grammar {
+
+struct JsonSchemaOptions {
+  // Drop keywords the grammar cannot enforce instead of failing.
+  bool best_effort = false;
+  // Spaces allowed between two tokens on one line.
+  int max_whitespace = 4;
+  // Spaces allowed after a newline between two tokens (pretty-printed JSON indents by 2 or 4
+  // per level; 40 covers 10 levels of 4, 20 of 2).
+  int max_indent = 40;
+};
+
+// GBNF text whose rule `root` accepts the JSON values valid under the schema.
+Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
+                                        const JsonSchemaOptions& options = {});
+
+// The JSON text `instance_json` rewritten in the key order the grammar of `schema_json` uses
+// (declared properties in schema order, then required names not declared, then the others in
+// their original order; recursively), compact (indent < 0) or pretty-printed. JSON objects are
+// unordered, so this is the same value; tests and benchmarks use it to feed valid instances.
+Result<std::string> order_instance_like_schema(std::string_view schema_json,
+                                               std::string_view instance_json, int indent = -1);
+
+// GBNF text whose rule `root` accepts any JSON object (OpenAI's json_object mode).
+std::string json_object_gbnf(const JsonSchemaOptions& options = {});
+
+}  // namespace strata::grammar

@@ -1,0 +1,558 @@
+// JSON Schema to GBNF: objects, arrays, allOf merging and $ref resolution.
+//
+// An object's keys come in one fixed order: the schema's `properties` in their order (required
+// ones always, optional ones skippable), then any additional keys. A chain of rules tracks
+// whether a key was already written, so commas land only between members.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+
+#include "grammar/json_schema_converter.h"
+#include "grammar/regex_to_gbnf.h"
+
+// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
+namespace strata::grammar::json_schema_detail {
+namespace {
+
+std::string repeat_suffix(long min, long max) {
+  if (min == 0 && max < 0) return "*";
+  if (min == 1 && max < 0) return "+";
+  if (min == 0 && max == 1) return "?";
+  if (max < 0) return "{" + std::to_string(min) + ",}";
+  if (min == max) return "{" + std::to_string(min) + "}";
+  return "{" + std::to_string(min) + "," + std::to_string(max) + "}";
+}
+
+// Whether `text` matches the ECMA-262 `pattern` anywhere (JSON Schema's pattern semantics);
+// nullopt when std::regex cannot compile it.
+std::optional<bool> regex_search(const std::string& pattern, const std::string& text) {
+  try {
+    return std::regex_search(text, std::regex(pattern, std::regex::ECMAScript));
+  } catch (const std::regex_error&) {
+    return std::nullopt;
+  }
+}
+
+// UTF-8 text as code points (the parser validated it).
+std::vector<uint32_t> code_points(const std::string& text) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < text.size();) {
+    const auto b = static_cast<uint8_t>(text[i]);
+    const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : 4;
+    uint32_t c = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 7);
+    for (int k = 1; k < n && i + k < text.size(); ++k) {
+      c = (c << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+    }
+    out.push_back(c);
+    i += n;
+  }
+  return out;
+}
+
+std::string pointer_decode(const std::string& token) {
+  std::string decoded;
+  for (size_t i = 0; i < token.size(); ++i) {
+    if (token[i] == '%' && i + 2 < token.size() && std::isxdigit(token[i + 1]) &&
+        std::isxdigit(token[i + 2])) {
+      decoded += static_cast<char>(std::stoi(token.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      decoded += token[i];
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < decoded.size(); ++i) {
+    if (decoded[i] == '~' && i + 1 < decoded.size() &&
+        (decoded[i + 1] == '0' || decoded[i + 1] == '1')) {
+      out += decoded[i + 1] == '0' ? '~' : '/';
+      ++i;
+    } else {
+      out += decoded[i];
+    }
+  }
+  return out;
+}
+
+std::string class_char(uint32_t c) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), c < 0x10000 ? "\\u%04X" : "\\U%08X", c);
+  return buf;
+}
+
+}  // namespace
+
+Result<std::string> Converter::key_not_in(const std::vector<std::string>& names,
+                                          const std::string& path) {
+  if (names.empty()) return base("string");
+  // A trie over the names' code points. At each node the key may go on with a child's
+  // character, or leave the trie with any other character (then anything may follow), or end
+  // there unless a name ends there. Names with characters JSON escapes are not excluded.
+  struct Node {
+    std::map<uint32_t, size_t> children;
+    bool terminal = false;
+  };
+  std::vector<Node> trie(1);
+  for (const std::string& name : names) {
+    const std::vector<uint32_t> chars = code_points(name);
+    if (std::any_of(chars.begin(), chars.end(),
+                    [](uint32_t c) { return c < 0x20 || c == '"' || c == '\\'; })) {
+      continue;
+    }
+    size_t node = 0;
+    for (uint32_t c : chars) {
+      auto it = trie[node].children.find(c);
+      if (it == trie[node].children.end()) {
+        trie.emplace_back();
+        it = trie[node].children.emplace(c, trie.size() - 1).first;
+      }
+      node = it->second;
+    }
+    trie[node].terminal = true;
+  }
+  const std::string any_chars = base("char") + "*";
+  std::vector<std::string> names_of(trie.size());
+  for (size_t i = 0; i < trie.size(); ++i) names_of[i] = new_rule(path + "/key");
+  for (size_t i = 0; i < trie.size(); ++i) {
+    std::vector<std::string> alternatives;
+    std::string other = "[^\"\\\\\\x00-\\x1F";
+    for (const auto& [c, child] : trie[i].children) {
+      alternatives.push_back("[" + class_char(c) + "] " + names_of[child]);
+      other += class_char(c);
+    }
+    alternatives.push_back(other + "] " + any_chars);
+    alternatives.push_back("\"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) " + any_chars);
+    std::string body;
+    for (size_t k = 0; k < alternatives.size(); ++k) body += (k ? " | " : "") + alternatives[k];
+    if (!trie[i].terminal) body = "(" + body + ")?";
+    set_rule(names_of[i], body);
+  }
+  return "\"\\\"\" " + names_of[0] + " \"\\\"\"";
+}
+
+Result<std::string> Converter::object_grammar(const Json& schema, const std::string& path) {
+  for (const char* keyword :
+       {"dependencies", "dependentRequired", "dependentSchemas", "unevaluatedProperties"}) {
+    if (schema.contains(keyword) && !(schema[keyword].is_object() && schema[keyword].empty())) {
+      STRATA_RETURN_IF_ERROR(unenforceable("'" + std::string(keyword) + "'", path));
+    }
+  }
+  const Json empty = Json::object();
+  const Json& properties = schema.contains("properties") && schema["properties"].is_object()
+                               ? schema["properties"]
+                               : empty;
+  const Json& patterns =
+      schema.contains("patternProperties") && schema["patternProperties"].is_object()
+          ? schema["patternProperties"]
+          : empty;
+  const Json additional =
+      schema.contains("additionalProperties") ? schema["additionalProperties"] : Json(true);
+  std::vector<std::string> required;
+  if (schema.contains("required") && schema["required"].is_array()) {
+    for (const Json& name : schema["required"]) {
+      if (name.is_string() &&
+          std::find(required.begin(), required.end(), name.get<std::string>()) == required.end()) {
+        required.push_back(name.get<std::string>());
+      }
+    }
+  }
+  // The schema a member named `name` must satisfy beyond `declared` (patternProperties it
+  // matches), or, for an undeclared name, additionalProperties.
+  const auto member_schema = [&](const std::string& name, const Json* declared) -> Result<Json> {
+    Json all = Json::array();
+    if (declared) all.push_back(*declared);
+    for (const auto& [pattern, sub] : patterns.items()) {
+      std::optional<bool> match = regex_search(pattern, name);
+      if (!match) {
+        STRATA_RETURN_IF_ERROR(unenforceable("patternProperties '" + pattern + "'", path));
+        continue;
+      }
+      if (*match) all.push_back(sub);
+    }
+    if (all.empty()) return additional;
+    if (all.size() == 1) return all[0];
+    return Json{{"allOf", all}};
+  };
+  struct Member {
+    std::string kv;
+    bool required = false;
+  };
+  std::vector<Member> members;
+  std::vector<std::string> declared_names;
+  const auto add_member = [&](const std::string& name, const Json& sub,
+                              bool is_required) -> Status {
+    if (sub.is_boolean() && !sub.get<bool>()) {
+      if (is_required) {
+        return make_error(ErrorCode::kInvalidArgument, "property '" + name + "' at " + path +
+                                                           " is required but its schema is false");
+      }
+      return ok_status();
+    }
+    STRATA_ASSIGN_OR_RETURN(std::string value, visit(sub, path + "/properties/" + name));
+    members.push_back(
+        {gbnf_literal("\"" + json_escape(name) + "\"") + " " + base("ws") + " \":\" ws " + value,
+         is_required});
+    return ok_status();
+  };
+  for (const auto& [name, sub] : properties.items()) {
+    declared_names.push_back(name);
+    const bool is_required = std::count(required.begin(), required.end(), name) > 0;
+    STRATA_ASSIGN_OR_RETURN(Json effective, member_schema(name, &sub));
+    STRATA_RETURN_IF_ERROR(add_member(name, effective, is_required));
+  }
+  for (const std::string& name : required) {
+    if (properties.contains(name)) continue;
+    declared_names.push_back(name);
+    STRATA_ASSIGN_OR_RETURN(Json effective, member_schema(name, nullptr));
+    STRATA_RETURN_IF_ERROR(add_member(name, effective, true));
+  }
+  // Members beyond the declared ones.
+  std::vector<std::string> extras;
+  for (const auto& [pattern, sub] : patterns.items()) {
+    if (sub.is_boolean() && !sub.get<bool>()) continue;
+    auto key = regex_to_gbnf(pattern);
+    if (!key.ok()) {
+      if (key.error().code == ErrorCode::kUnsupported && options_.best_effort) continue;
+      return make_error(key.error().code, key.error().message + " (at " + path + ")");
+    }
+    STRATA_ASSIGN_OR_RETURN(std::string value, visit(sub, path + "/patternProperties"));
+    extras.push_back("\"\\\"\" " + *key + " \"\\\"\" " + base("ws") + " \":\" ws " + value);
+  }
+  const bool additional_allowed = !(additional.is_boolean() && !additional.get<bool>());
+  if (additional_allowed) {
+    bool patterns_restrict = false;
+    for (const auto& [pattern, sub] : patterns.items()) {
+      if (has_validation_keywords(sub) || (sub.is_boolean() && !sub.get<bool>())) {
+        patterns_restrict = true;
+      }
+    }
+    if (patterns_restrict) {
+      // A key matching a pattern must satisfy it, but a grammar cannot exclude those keys
+      // from the additional ones.
+      STRATA_RETURN_IF_ERROR(
+          unenforceable("patternProperties together with additionalProperties", path));
+    }
+    STRATA_ASSIGN_OR_RETURN(std::string key, key_not_in(declared_names, path));
+    STRATA_ASSIGN_OR_RETURN(std::string value, visit(additional, path + "/additionalProperties"));
+    extras.push_back(key + " " + base("ws") + " \":\" ws " + value);
+  }
+  // minProperties / maxProperties only where the shape already implies them.
+  const size_t n_required =
+      std::count_if(members.begin(), members.end(), [](const Member& m) { return m.required; });
+  if (schema.contains("minProperties") && schema["minProperties"].is_number() &&
+      schema["minProperties"].get<double>() > static_cast<double>(n_required)) {
+    STRATA_RETURN_IF_ERROR(unenforceable("'minProperties'", path));
+  }
+  if (schema.contains("maxProperties") && schema["maxProperties"].is_number() &&
+      (!extras.empty() ||
+       schema["maxProperties"].get<double>() < static_cast<double>(members.size()))) {
+    STRATA_RETURN_IF_ERROR(unenforceable("'maxProperties'", path));
+  }
+  if (schema.contains("propertyNames") &&
+      !(schema["propertyNames"].is_boolean() && schema["propertyNames"].get<bool>()) &&
+      !(schema["propertyNames"].is_object() && schema["propertyNames"].empty())) {
+    STRATA_RETURN_IF_ERROR(unenforceable("'propertyNames'", path));
+  }
+
+  const std::string ws = base("ws");
+  std::string extra;
+  if (!extras.empty()) {
+    extra = extras.size() == 1 ? extras[0] : "(" + extras[0];
+    for (size_t i = 1; i < extras.size(); ++i) extra += " | " + extras[i];
+    if (extras.size() > 1) extra += ")";
+  }
+  // after[i]: members i.. when one was already written (each starts with a comma).
+  // first[i]: members i.. when none was written yet.
+  const size_t n = members.size();
+  std::string after = extra.empty() ? "" : "(\",\" " + ws + " " + extra + " " + ws + ")*";
+  std::string first = extra.empty() ? "" : "(" + extra + " " + ws + " " + after + ")?";
+  for (size_t i = n; i-- > 0;) {
+    const Member& m = members[i];
+    std::string next_after = after;
+    std::string with_comma = "\",\" " + ws + " " + m.kv + " " + ws;
+    std::string after_body = m.required
+                                 ? with_comma + (after.empty() ? "" : " " + after)
+                                 : "(" + with_comma + ")?" + (after.empty() ? "" : " " + after);
+    std::string written = m.kv + " " + ws + (after.empty() ? "" : " " + after);
+    std::string first_body;
+    if (m.required) {
+      first_body = written;
+    } else if (first.empty()) {
+      first_body = "(" + written + ")?";
+    } else {
+      first_body = written + " | " + first;
+    }
+    if (i > 0) {
+      after = new_rule(path + "/after");
+      set_rule(after, after_body);
+    }
+    first = new_rule(path + "/first");
+    set_rule(first, first_body);
+  }
+  return "\"{\" " + ws + (first.empty() ? "" : " " + first) + " \"}\"";
+}
+
+Result<std::string> Converter::array_grammar(const Json& schema, const std::string& path) {
+  for (const char* keyword : {"contains", "unevaluatedItems"}) {
+    if (schema.contains(keyword)) {
+      STRATA_RETURN_IF_ERROR(unenforceable("'" + std::string(keyword) + "'", path));
+    }
+  }
+  std::vector<Json> prefix;
+  Json rest = true;
+  const auto read_rest = [&](const char* key) {
+    if (schema.contains(key)) rest = schema[key];
+  };
+  if (schema.contains("prefixItems") && schema["prefixItems"].is_array()) {
+    for (const Json& item : schema["prefixItems"]) prefix.push_back(item);
+    read_rest("items");
+  } else if (schema.contains("items") && schema["items"].is_array()) {
+    for (const Json& item : schema["items"]) prefix.push_back(item);
+    read_rest("additionalItems");
+  } else {
+    read_rest("items");
+  }
+  long min_items = 0, max_items = -1;
+  if (schema.contains("minItems") && schema["minItems"].is_number()) {
+    min_items = static_cast<long>(std::ceil(schema["minItems"].get<double>()));
+  }
+  if (schema.contains("maxItems") && schema["maxItems"].is_number()) {
+    max_items = static_cast<long>(std::floor(schema["maxItems"].get<double>()));
+  }
+  const bool rest_allowed = !(rest.is_boolean() && !rest.get<bool>());
+  const long k = static_cast<long>(prefix.size());
+  if (!rest_allowed) max_items = max_items < 0 ? k : std::min(max_items, k);
+  // A false prefix item ends the array before it.
+  for (long i = 0; i < k; ++i) {
+    if (prefix[i].is_boolean() && !prefix[i].get<bool>()) {
+      max_items = max_items < 0 ? i : std::min(max_items, i);
+    }
+  }
+  if (max_items >= 0 && max_items < min_items) {
+    return make_error(ErrorCode::kInvalidArgument, "maxItems < minItems at " + path);
+  }
+  if (schema.contains("uniqueItems") && schema["uniqueItems"].is_boolean() &&
+      schema["uniqueItems"].get<bool>() && (max_items < 0 || max_items > 1)) {
+    STRATA_RETURN_IF_ERROR(unenforceable("'uniqueItems'", path));
+  }
+  constexpr long kMaxRepeat = 10000;
+  if (min_items > kMaxRepeat || max_items > kMaxRepeat) {
+    STRATA_RETURN_IF_ERROR(unenforceable("an item count bound above 10000", path));
+    min_items = std::min(min_items, kMaxRepeat);
+    if (max_items > kMaxRepeat) max_items = -1;
+  }
+  const std::string ws = base("ws");
+  std::vector<std::string> items;
+  const long used_prefix = max_items < 0 ? k : std::min(k, max_items);
+  for (long i = 0; i < used_prefix; ++i) {
+    STRATA_ASSIGN_OR_RETURN(std::string item,
+                            visit(prefix[i], path + "/items/" + std::to_string(i)));
+    items.push_back(item);
+  }
+  std::string rest_item;
+  const bool more = rest_allowed && (max_items < 0 || max_items > k);
+  if (more) {
+    STRATA_ASSIGN_OR_RETURN(rest_item, visit(rest, path + "/items"));
+  }
+  if (max_items == 0) return "\"[\" " + ws + " \"]\"";
+  // tail: items after the prefix, when at least one item was written.
+  std::string tail;
+  if (more) {
+    const long lo = std::max(0L, min_items - k);
+    const long hi = max_items < 0 ? -1 : max_items - k;
+    tail = "(\",\" " + ws + " " + rest_item + " " + ws + ")" + repeat_suffix(lo, hi);
+  }
+  std::string body;
+  if (used_prefix == 0) {
+    // All items alike: item ("," item){min-1, max-1}.
+    const long lo = std::max(0L, min_items - 1);
+    const long hi = max_items < 0 ? -1 : max_items - 1;
+    std::string seq = rest_item + " " + ws;
+    if (hi != 0) seq += " (\",\" " + ws + " " + rest_item + " " + ws + ")" + repeat_suffix(lo, hi);
+    body = min_items > 0 ? seq : "(" + seq + ")?";
+  } else {
+    std::string after = tail;
+    for (long i = used_prefix - 1; i >= 1; --i) {
+      std::string step =
+          "\",\" " + ws + " " + items[i] + " " + ws + (after.empty() ? "" : " " + after);
+      after = i < min_items ? "(" + step + ")" : "(" + step + ")?";
+    }
+    std::string seq = items[0] + " " + ws + (after.empty() ? "" : " " + after);
+    body = min_items > 0 ? seq : "(" + seq + ")?";
+  }
+  return "\"[\" " + ws + " " + body + " \"]\"";
+}
+
+Result<const Json*> Converter::resolve_ref(const std::string& ref, const std::string& path) {
+  const size_t hash = ref.find('#');
+  const std::string base_uri = ref.substr(0, hash);
+  const std::string fragment = hash == std::string::npos ? "" : ref.substr(hash + 1);
+  const Json* doc = &root_;
+  if (!base_uri.empty()) {
+    doc = nullptr;
+    for (const auto& [id, schema] : ids_) {
+      const std::string id_base = id.substr(0, id.find('#'));
+      if (id_base.empty()) continue;
+      const bool same =
+          id_base == base_uri ||
+          (id_base.size() > base_uri.size() &&
+           id_base.compare(id_base.size() - base_uri.size(), base_uri.size(), base_uri) == 0 &&
+           id_base[id_base.size() - base_uri.size() - 1] == '/');
+      if (same) {
+        doc = schema;
+        break;
+      }
+    }
+    if (!doc) {
+      return make_error(ErrorCode::kUnsupported,
+                        "$ref '" + ref + "' at " + path +
+                            " is remote; only local references "
+                            "(#/definitions/..., #/$defs/..., #) are supported");
+    }
+  }
+  if (fragment.empty()) return doc;
+  if (fragment[0] != '/') {
+    auto it = ids_.find("#" + fragment);
+    if (it == ids_.end()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "$ref '" + ref + "' at " + path + " names an unknown anchor");
+    }
+    return it->second;
+  }
+  const Json* node = doc;
+  size_t start = 1;
+  while (start <= fragment.size()) {
+    size_t end = fragment.find('/', start);
+    if (end == std::string::npos) end = fragment.size();
+    const std::string token = pointer_decode(fragment.substr(start, end - start));
+    if (node->is_object() && node->contains(token)) {
+      node = &(*node)[token];
+    } else if (node->is_array() && !token.empty() &&
+               std::all_of(token.begin(), token.end(), ::isdigit) &&
+               std::stoul(token) < node->size()) {
+      node = &(*node)[std::stoul(token)];
+    } else {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "$ref '" + ref + "' at " + path + " points to nothing in the schema");
+    }
+    start = end + 1;
+  }
+  return node;
+}
+
+Result<Json> Converter::inline_ref(const Json& schema, const std::string& path) {
+  if (schema.is_boolean()) {
+    if (schema.get<bool>()) return Json::object();
+    return make_error(ErrorCode::kInvalidArgument, "allOf at " + path + " contains false");
+  }
+  if (!schema.is_object() || !schema.contains("$ref") || !schema["$ref"].is_string()) return schema;
+  if (++depth_ > 200) {
+    --depth_;
+    return make_error(ErrorCode::kUnsupported, "$ref chain too deep (recursive allOf?) at " + path);
+  }
+  const std::string ref = schema["$ref"].get<std::string>();
+  auto target = resolve_ref(ref, path);
+  Result<Json> out = target.ok() ? inline_ref(**target, ref) : Result<Json>(target.error());
+  if (out.ok() && draft_ >= Draft::k2019) {
+    Json rest = schema;
+    rest.erase("$ref");
+    if (has_validation_keywords(rest)) out = merge(*out, rest, path);
+  }
+  --depth_;
+  return out;
+}
+
+Result<Json> Converter::merge(const Json& a_in, const Json& b_in, const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(Json a, inline_ref(a_in, path));
+  STRATA_ASSIGN_OR_RETURN(Json b, inline_ref(b_in, path));
+  if (!a.is_object() || !b.is_object()) {
+    return make_error(ErrorCode::kInvalidArgument, "allOf at " + path + " holds a non-schema");
+  }
+  Json out = a;
+  for (const auto& [key, value] : b.items()) {
+    if (!out.contains(key)) {
+      out[key] = value;
+      continue;
+    }
+    Json& current = out[key];
+    if (current == value) continue;
+    if (key == "properties" || key == "patternProperties") {
+      if (!current.is_object() || !value.is_object()) continue;
+      for (const auto& [name, sub] : value.items()) {
+        current[name] = current.contains(name) ? Json{{"allOf", {current[name], sub}}} : sub;
+      }
+    } else if (key == "required") {
+      for (const Json& name : value) {
+        if (std::find(current.begin(), current.end(), name) == current.end())
+          current.push_back(name);
+      }
+    } else if (key == "type") {
+      const auto as_list = [](const Json& t) { return t.is_array() ? t : Json::array({t}); };
+      Json both = Json::array();
+      for (const Json& x : as_list(current)) {
+        for (const Json& y : as_list(value)) {
+          if (x == y)
+            both.push_back(x);
+          else if (x == "number" && y == "integer")
+            both.push_back(y);
+          else if (x == "integer" && y == "number")
+            both.push_back(x);
+        }
+      }
+      if (both.empty()) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "allOf at " + path + " asks for types that do not overlap");
+      }
+      current = both;
+    } else if ((key == "minimum" || key == "minLength" || key == "minItems") &&
+               current.is_number() && value.is_number()) {
+      if (value.get<double>() > current.get<double>()) current = value;
+    } else if ((key == "maximum" || key == "maxLength" || key == "maxItems") &&
+               current.is_number() && value.is_number()) {
+      if (value.get<double>() < current.get<double>()) current = value;
+    } else if (key == "enum" && current.is_array() && value.is_array()) {
+      Json both = Json::array();
+      for (const Json& x : current) {
+        if (std::find(value.begin(), value.end(), x) != value.end()) both.push_back(x);
+      }
+      current = both;
+    } else if ((key == "anyOf" || key == "oneOf") && current.is_array() && value.is_array()) {
+      if (current.size() * value.size() > 64) {
+        STRATA_RETURN_IF_ERROR(unenforceable("allOf of two large anyOf/oneOf lists", path));
+        continue;
+      }
+      Json product = Json::array();
+      for (const Json& x : current) {
+        for (const Json& y : value) product.push_back(Json{{"allOf", {x, y}}});
+      }
+      current = product;
+    } else if (key == "allOf" && current.is_array() && value.is_array()) {
+      for (const Json& sub : value) current.push_back(sub);
+    } else if (key == "additionalProperties" || key == "items" || key == "additionalItems") {
+      if (current.is_boolean() && current.get<bool>()) {
+        current = value;
+      } else if (current.is_boolean() || (value.is_boolean() && value.get<bool>())) {
+        // false stays false; true adds nothing
+      } else if (value.is_boolean()) {
+        current = value;
+      } else if (current.is_object() && value.is_object()) {
+        current = Json{{"allOf", {current, value}}};
+      } else {
+        STRATA_RETURN_IF_ERROR(unenforceable("allOf of two tuple 'items'", path));
+      }
+    } else if (key == "uniqueItems") {
+      current =
+          current.is_boolean() && value.is_boolean() && (current.get<bool>() || value.get<bool>());
+    } else if (is_validation_keyword(key)) {
+      STRATA_RETURN_IF_ERROR(
+          unenforceable("allOf combining two different '" + key + "' values", path));
+    }
+  }
+  return out;
+}
+
+}  // namespace strata::grammar::json_schema_detail

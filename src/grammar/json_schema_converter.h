@@ -1,0 +1,77 @@
+// The JSON Schema converter's state: the schema tree, the rules written so far, and $ref
+// resolution. json_schema.cc walks schemas (types, combinators, references);
+// json_schema_containers.cc writes objects and arrays.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "grammar/json_schema.h"
+#include "strata/result.h"
+
+namespace strata::grammar::json_schema_detail {
+
+// Ordered, so that `properties` keep the schema's order.
+using Json = nlohmann::ordered_json;
+
+// Whether a schema keyword constrains values (as opposed to an annotation).
+bool is_validation_keyword(const std::string& key);
+
+enum class Draft { k4, k6, k7, k2019, k2020 };
+
+class Converter {
+ public:
+  Converter(Json root, const JsonSchemaOptions& options);
+
+  // The whole grammar: `root ::= ...` and every rule it uses.
+  Result<std::string> run();
+
+  // Shared rules, written on first use: ws, value, object, array, string, char, number,
+  // integer, boolean, null. Returns the rule name.
+  std::string base(const std::string& name);
+
+ private:
+  // A GBNF expression (usually a rule name) for the values valid under `schema`.
+  Result<std::string> visit(const Json& schema, const std::string& path);
+  Result<std::string> visit_body(const Json& schema, const std::string& path);
+  Result<std::string> visit_type(const Json& schema, const std::string& type,
+                                 const std::string& path);
+  Result<std::string> string_grammar(const Json& schema, const std::string& path);
+  Result<std::string> number_grammar(const Json& schema, bool integer, const std::string& path);
+  Result<std::string> object_grammar(const Json& schema, const std::string& path);
+  Result<std::string> array_grammar(const Json& schema, const std::string& path);
+  Result<std::string> literal(const Json& value);
+  Result<std::string> key_not_in(const std::vector<std::string>& names, const std::string& path);
+
+  // allOf: one schema that asks for both (properties merged, bounds tightened, ...).
+  Result<Json> merge(const Json& a, const Json& b, const std::string& path);
+  // `schema` with a top-level $ref replaced by its target (and $ref siblings merged in).
+  Result<Json> inline_ref(const Json& schema, const std::string& path);
+  Result<const Json*> resolve_ref(const std::string& ref, const std::string& path);
+  void index_ids(const Json& schema);
+
+  // A keyword the grammar cannot enforce: an error, or nothing under best_effort.
+  Status unenforceable(const std::string& what, const std::string& path) const;
+  bool has_validation_keywords(const Json& schema) const;
+
+  std::string new_rule(const std::string& hint);
+  void set_rule(const std::string& name, std::string body);
+
+  Json root_;
+  JsonSchemaOptions options_;
+  Draft draft_ = Draft::k2020;
+  std::vector<std::pair<std::string, std::string>> rules_;  // name, body (written order)
+  std::unordered_map<std::string, size_t> rule_index_;
+  std::set<std::string> base_written_;
+  std::unordered_map<std::string, std::string> memo_;  // schema text -> rule name
+  std::map<std::string, const Json*> ids_;             // $id / id / $anchor -> schema
+  int depth_ = 0;
+  size_t grammar_bytes_ = 0;
+};
+
+}  // namespace strata::grammar::json_schema_detail

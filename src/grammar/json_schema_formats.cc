@@ -1,0 +1,66 @@
+// `format` values as anchored ECMA-262 regexes (compiled by regex_to_gbnf like `pattern`).
+// They follow RFC 3339 (date, time, date-time), RFC 3986 (uri, uri-reference), RFC 4122 (uuid),
+// and the dotted-quad form of IPv4, at least as strictly as ajv's "full" formats, so text the
+// grammar admits also passes an asserting validator.
+#include <map>
+#include <set>
+
+#include "grammar/json_schema_internal.h"
+
+// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
+namespace strata::grammar::json_schema_detail {
+namespace {
+
+const std::string kDate = "\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])";
+const std::string kTime =
+    "([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d{1,9})?([zZ]|[+-]([01]\\d|2[0-3]):[0-5]\\d)";
+const std::string kPercent = "%[0-9A-Fa-f]{2}";
+const std::string kPchar = "([A-Za-z0-9\\-._~!$&'()*+,;=:@]|" + kPercent + ")";
+const std::string kSegment = kPchar + "*";
+const std::string kAuthority = "(([A-Za-z0-9\\-._~!$&'()*+,;=:]|" + kPercent + ")*@)?" +
+                               "([A-Za-z0-9\\-._~!$&'()*+,;=]|" + kPercent + ")*(:\\d*)?";
+const std::string kQueryFragment = "(\\?([A-Za-z0-9\\-._~!$&'()*+,;=:@/?]|" + kPercent +
+                                   ")*)?(#([A-Za-z0-9\\-._~!$&'()*+,;=:@/?]|" + kPercent + ")*)?";
+// hier-part: "//" authority path-abempty | path-absolute | path-rootless | path-empty.
+const std::string kHierPart = "(//" + kAuthority + "(/" + kSegment + ")*|/(" + kPchar + "+(/" +
+                              kSegment + ")*)?|(" + kPchar + "+(/" + kSegment + ")*)?)";
+// relative-part: like hier-part, but a first segment without ':' (path-noscheme).
+const std::string kNoColonPchar = "([A-Za-z0-9\\-._~!$&'()*+,;=@]|" + kPercent + ")";
+const std::string kRelativePart = "(//" + kAuthority + "(/" + kSegment + ")*|/(" + kPchar + "+(/" +
+                                  kSegment + ")*)?|(" + kNoColonPchar + "+(/" + kSegment + ")*)?)";
+const std::string kUri = "[A-Za-z][A-Za-z0-9+.\\-]*:" + kHierPart + kQueryFragment;
+const std::string kOctet = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+const std::string kEmailAtom = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-]+";
+const std::string kDomainLabel = "[A-Za-z0-9]([A-Za-z0-9\\-]{0,61}[A-Za-z0-9])?";
+
+}  // namespace
+
+std::optional<std::string> format_regex(const std::string& format, bool* unsupported) {
+  static const std::map<std::string, std::string> kFormats = {
+      {"date", "^" + kDate + "$"},
+      {"time", "^" + kTime + "$"},
+      {"date-time", "^" + kDate + "[tT ]" + kTime + "$"},
+      {"email", "^" + kEmailAtom + "(\\." + kEmailAtom + ")*@" + kDomainLabel + "(\\." +
+                    kDomainLabel + ")*$"},
+      {"uri", "^" + kUri + "$"},
+      {"uri-reference", "^(" + kUri + "|" + kRelativePart + kQueryFragment + ")$"},
+      {"uuid", "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"},
+      {"ipv4", "^(" + kOctet + "\\.){3}" + kOctet + "$"},
+  };
+  // Standard formats (drafts 4 to 2020-12) that validators may assert but the grammar does not.
+  static const std::set<std::string> kStandardUnenforced = {
+      "ipv6",         "hostname",     "idn-hostname",
+      "idn-email",    "iri",          "iri-reference",
+      "uri-template", "json-pointer", "relative-json-pointer",
+      "regex",        "duration"};
+  *unsupported = false;
+  if (auto it = kFormats.find(format); it != kFormats.end()) return it->second;
+  *unsupported = kStandardUnenforced.count(format) > 0;
+  return std::nullopt;
+}
+
+}  // namespace strata::grammar::json_schema_detail

@@ -1,0 +1,35 @@
+// Pieces of the JSON Schema converter that do not need the schema tree: numeric ranges as digit
+// grammars, and `format` values as regular expressions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "strata/result.h"
+
+namespace strata::grammar::json_schema_detail {
+
+// Decimal digits allowed in an integer part or a fraction (bounds the text a model can write).
+inline constexpr int kMaxIntegerDigits = 20;
+inline constexpr int kMaxFractionDigits = 24;
+
+// A numeric bound of `minimum`/`maximum` after folding in exclusiveMinimum/exclusiveMaximum.
+struct Bound {
+  double value = 0;
+  bool exclusive = false;
+};
+
+// GBNF for the JSON integers n with lower <= n <= upper (each side optional, bounds integral).
+std::string integer_range_gbnf(std::optional<int64_t> lower, std::optional<int64_t> upper);
+
+// GBNF for JSON numbers within the bounds, written without an exponent (except a non-negative
+// number with no upper bound, which may use one). Bounds must be integers of magnitude below
+// 1e15; other bounds are kUnsupported.
+Result<std::string> number_range_gbnf(std::optional<Bound> lower, std::optional<Bound> upper);
+
+// The anchored ECMA-262 regex for a `format` that the grammar enforces; nullopt for a format it
+// does not know. `*unsupported` is set for a standard format it knows but does not enforce.
+std::optional<std::string> format_regex(const std::string& format, bool* unsupported);
+
+}  // namespace strata::grammar::json_schema_detail

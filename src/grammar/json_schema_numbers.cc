@@ -1,0 +1,183 @@
+// Numeric ranges as grammars over decimal digits. An integer range [a, b] splits by digit count;
+// within one count, the classic recursion on the leading digit yields at most 2 * digits
+// alternatives (a[0] then the rest of a up to 9..9, the digits strictly between, b[0] then 0..0
+// up to the rest of b).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grammar/json_schema_internal.h"
+#include "grammar/regex_to_gbnf.h"
+
+// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
+namespace strata::grammar::json_schema_detail {
+namespace {
+
+std::string join_alternatives(const std::vector<std::string>& alternatives) {
+  if (alternatives.size() == 1) return alternatives[0];
+  std::string out = "(";
+  for (size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
+  return out + ")";
+}
+
+std::string digit_class(char lo, char hi) {
+  if (lo == hi) return std::string("\"") + lo + "\"";
+  return std::string("[") + lo + "-" + hi + "]";
+}
+
+std::string any_digits(size_t count) {
+  if (count == 0) return "";
+  if (count == 1) return "[0-9]";
+  return "[0-9]{" + std::to_string(count) + "}";
+}
+
+// Decimal strings of equal length, lo <= hi: all strings of that length between them.
+std::string same_length_range(const std::string& lo, const std::string& hi) {
+  if (lo.empty()) return "";
+  const size_t rest = lo.size() - 1;
+  auto tail = [](const std::string& head, const std::string& more) {
+    if (more.empty()) return head;
+    return head + " " + more;
+  };
+  if (lo[0] == hi[0]) {
+    return tail(digit_class(lo[0], lo[0]), same_length_range(lo.substr(1), hi.substr(1)));
+  }
+  if (lo.substr(1) == std::string(rest, '0') && hi.substr(1) == std::string(rest, '9')) {
+    return tail(digit_class(lo[0], hi[0]), any_digits(rest));
+  }
+  std::vector<std::string> alternatives;
+  alternatives.push_back(
+      tail(digit_class(lo[0], lo[0]), same_length_range(lo.substr(1), std::string(rest, '9'))));
+  if (lo[0] + 1 <= hi[0] - 1) {
+    alternatives.push_back(tail(
+        digit_class(static_cast<char>(lo[0] + 1), static_cast<char>(hi[0] - 1)), any_digits(rest)));
+  }
+  alternatives.push_back(
+      tail(digit_class(hi[0], hi[0]), same_length_range(std::string(rest, '0'), hi.substr(1))));
+  return join_alternatives(alternatives);
+}
+
+int64_t power_of_ten(size_t exponent) {
+  int64_t p = 1;
+  for (size_t i = 0; i < exponent; ++i) p *= 10;
+  return p;
+}
+
+constexpr int64_t kUnbounded = -1;
+
+// Non-negative integers written without leading zeros, lo <= n <= hi (hi kUnbounded: up to
+// kMaxIntegerDigits digits).
+std::string nonnegative_range(int64_t lo, int64_t hi) {
+  std::vector<std::string> alternatives;
+  const size_t lo_digits = std::to_string(lo).size();
+  const size_t hi_digits = hi != kUnbounded ? std::to_string(hi).size() : lo_digits;
+  for (size_t d = lo_digits; d <= hi_digits; ++d) {
+    const int64_t first = std::max(lo, d == 1 ? int64_t{0} : power_of_ten(d - 1));
+    int64_t last = d >= 19 ? INT64_MAX : power_of_ten(d) - 1;
+    if (hi != kUnbounded) last = std::min(last, hi);
+    if (first > last) continue;
+    alternatives.push_back(same_length_range(std::to_string(first), std::to_string(last)));
+  }
+  if (hi == kUnbounded && lo_digits < static_cast<size_t>(kMaxIntegerDigits)) {
+    alternatives.push_back("[1-9] [0-9]{" + std::to_string(lo_digits) + "," +
+                           std::to_string(kMaxIntegerDigits - 1) + "}");
+  }
+  return join_alternatives(alternatives);
+}
+
+const char* kAnyFraction = "(\".\" [0-9]{1,24})?";
+const char* kNonzeroFraction = "\".\" \"0\"{0,23} [1-9] [0-9]{0,23}";
+const char* kZeroFraction = "(\".\" \"0\"{1,24})?";
+const char* kExponent = "([eE] [-+]? [0-9]{1,3})?";
+
+// Non-negative decimals m (no exponent) with lo <(=) m <(=) hi; lo, hi integers.
+std::string magnitude_range(int64_t lo, bool lo_exclusive, int64_t hi, bool hi_exclusive) {
+  std::vector<std::string> alternatives;
+  const bool bounded = hi != kUnbounded;
+  // Integer part in [lo', hi - 1]: any fraction keeps the value inside the bounds.
+  const int64_t int_lo = lo_exclusive ? lo + 1 : lo;
+  const int64_t int_hi = bounded ? hi - 1 : kUnbounded;
+  if (!bounded || int_lo <= int_hi) {
+    std::string any = nonnegative_range(int_lo, int_hi) + " " + kAnyFraction;
+    if (int_lo == 0 && !bounded) any += std::string(" ") + kExponent;
+    alternatives.push_back(any);
+  }
+  // Integer part lo with a non-zero fraction: just above an exclusive lower bound.
+  if (lo_exclusive && (!bounded || lo < hi)) {
+    alternatives.push_back(nonnegative_range(lo, lo) + " " + kNonzeroFraction);
+  }
+  // The upper bound itself, as an integer or with zeros after the point.
+  if (bounded && !hi_exclusive && (hi > lo || (hi == lo && !lo_exclusive))) {
+    alternatives.push_back(nonnegative_range(hi, hi) + " " + kZeroFraction);
+  }
+  if (alternatives.empty()) return "";
+  return join_alternatives(alternatives);
+}
+
+bool integral_and_small(double v) { return std::floor(v) == v && std::fabs(v) < 1e15; }
+
+}  // namespace
+
+std::string integer_range_gbnf(std::optional<int64_t> lower, std::optional<int64_t> upper) {
+  std::vector<std::string> alternatives;
+  if (!upper || *upper >= 0) {
+    alternatives.push_back(
+        nonnegative_range(lower ? std::max<int64_t>(*lower, 0) : 0, upper ? *upper : kUnbounded));
+  }
+  if (!lower || *lower < 0) {
+    // -n for n in [max(1, -upper), -lower].
+    const int64_t lo = upper ? std::max<int64_t>(1, -*upper) : 1;
+    const int64_t hi = lower ? -*lower : kUnbounded;
+    if (hi == kUnbounded || lo <= hi) alternatives.push_back("\"-\" " + nonnegative_range(lo, hi));
+  }
+  if (alternatives.empty()) return "";
+  return join_alternatives(alternatives);
+}
+
+Result<std::string> number_range_gbnf(std::optional<Bound> lower, std::optional<Bound> upper) {
+  for (const auto& bound : {lower, upper}) {
+    if (bound && !integral_and_small(bound->value)) {
+      return make_error(ErrorCode::kUnsupported,
+                        "a non-integer bound (" + std::to_string(bound->value) +
+                            ") on a number: only integer bounds are enforced on numbers");
+    }
+  }
+  const auto as_int = [](const Bound& b) { return static_cast<int64_t>(b.value); };
+  std::vector<std::string> alternatives;
+  // x >= 0 part.
+  if (!upper || as_int(*upper) > 0 || (as_int(*upper) == 0 && !upper->exclusive)) {
+    int64_t lo = 0;
+    bool lo_exclusive = false;
+    if (lower && as_int(*lower) >= 0) {
+      lo = as_int(*lower);
+      lo_exclusive = lower->exclusive;
+    }
+    const int64_t hi = upper ? as_int(*upper) : kUnbounded;
+    const std::string part = magnitude_range(lo, lo_exclusive, hi, upper && upper->exclusive);
+    if (!part.empty()) alternatives.push_back(part);
+  }
+  // x < 0 part, as "-" and the magnitude -x (never zero: "-0" is left to the first part).
+  if (!lower || as_int(*lower) < 0) {
+    int64_t lo = 0;
+    bool lo_exclusive = true;
+    if (upper && as_int(*upper) < 0) {
+      lo = -as_int(*upper);
+      lo_exclusive = upper->exclusive;
+    }
+    const int64_t hi = lower ? -as_int(*lower) : kUnbounded;
+    const std::string part = magnitude_range(lo, lo_exclusive, hi, lower && lower->exclusive);
+    if (!part.empty()) alternatives.push_back("\"-\" " + part);
+  }
+  if (alternatives.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "number bounds admit no value");
+  }
+  return join_alternatives(alternatives);
+}
+
+}  // namespace strata::grammar::json_schema_detail

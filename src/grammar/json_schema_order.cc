@@ -1,0 +1,157 @@
+// Reorders a JSON instance's keys into the order json_schema_to_gbnf's grammar writes them.
+// Every subschema that may apply to a value (through $ref, allOf, anyOf, oneOf) contributes its
+// `properties` order, in the order the converter merges them: a $ref target before its
+// siblings, a schema's own keywords before its allOf/anyOf/oneOf branches.
+#include <algorithm>
+#include <regex>
+
+#include "grammar/json_schema.h"
+#include "grammar/json_schema_converter.h"
+
+namespace strata::grammar {
+namespace {
+
+using json_schema_detail::Json;
+
+class InstanceOrderer {
+ public:
+  explicit InstanceOrderer(const Json& root) : root_(root) {}
+
+  Json order(const Json& instance, const std::vector<const Json*>& schemas, int depth) {
+    if (depth > 64) return instance;
+    std::vector<const Json*> flat;
+    for (const Json* s : schemas) flatten(s, &flat, 0);
+    if (instance.is_object()) return order_object(instance, flat, depth);
+    if (instance.is_array()) {
+      Json out = Json::array();
+      for (size_t i = 0; i < instance.size(); ++i) {
+        std::vector<const Json*> item_schemas;
+        for (const Json* s : flat) {
+          const Json* item = item_schema(*s, i);
+          if (item) item_schemas.push_back(item);
+        }
+        out.push_back(order(instance[i], item_schemas, depth + 1));
+      }
+      return out;
+    }
+    return instance;
+  }
+
+ private:
+  const Json* resolve(const std::string& ref) const {
+    if (ref.empty() || ref[0] != '#') return nullptr;
+    const std::string pointer = ref.substr(1);
+    if (pointer.empty()) return &root_;
+    try {
+      std::string decoded;
+      for (size_t i = 0; i < pointer.size(); ++i) {
+        if (pointer[i] == '%' && i + 2 < pointer.size()) {
+          decoded += static_cast<char>(std::stoi(pointer.substr(i + 1, 2), nullptr, 16));
+          i += 2;
+        } else {
+          decoded += pointer[i];
+        }
+      }
+      const Json& target = root_.at(Json::json_pointer(decoded));
+      return &target;
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
+
+  void flatten(const Json* schema, std::vector<const Json*>* out, int depth) const {
+    if (depth > 32 || !schema->is_object()) return;
+    if (std::find(out->begin(), out->end(), schema) != out->end()) return;
+    if (schema->contains("$ref") && (*schema)["$ref"].is_string()) {
+      if (const Json* target = resolve((*schema)["$ref"].get<std::string>())) {
+        flatten(target, out, depth + 1);
+      }
+    }
+    out->push_back(schema);
+    for (const char* key : {"allOf", "anyOf", "oneOf"}) {
+      if (!schema->contains(key) || !(*schema)[key].is_array()) continue;
+      for (const Json& branch : (*schema)[key]) flatten(&branch, out, depth + 1);
+    }
+  }
+
+  static const Json* item_schema(const Json& schema, size_t index) {
+    const char* tuple = schema.contains("prefixItems") ? "prefixItems" : "items";
+    const char* rest = schema.contains("prefixItems") ? "items" : "additionalItems";
+    if (schema.contains(tuple) && schema[tuple].is_array()) {
+      if (index < schema[tuple].size()) return &schema[tuple][index];
+      return schema.contains(rest) ? &schema[rest] : nullptr;
+    }
+    return schema.contains("items") ? &schema["items"] : nullptr;
+  }
+
+  Json order_object(const Json& instance, const std::vector<const Json*>& flat, int depth) {
+    std::vector<std::string> keys;
+    const auto add_key = [&](const std::string& key) {
+      if (instance.contains(key) && std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        keys.push_back(key);
+      }
+    };
+    for (const Json* s : flat) {
+      if (s->contains("properties") && (*s)["properties"].is_object()) {
+        for (const auto& [key, sub] : (*s)["properties"].items()) add_key(key);
+      }
+    }
+    for (const Json* s : flat) {
+      if (s->contains("required") && (*s)["required"].is_array()) {
+        for (const Json& key : (*s)["required"]) {
+          if (key.is_string()) add_key(key.get<std::string>());
+        }
+      }
+    }
+    for (const auto& [key, value] : instance.items()) add_key(key);
+    Json out = Json::object();
+    for (const std::string& key : keys) {
+      std::vector<const Json*> value_schemas;
+      for (const Json* s : flat) member_schemas(*s, key, &value_schemas);
+      out[key] = order(instance[key], value_schemas, depth + 1);
+    }
+    return out;
+  }
+
+  static void member_schemas(const Json& schema, const std::string& key,
+                             std::vector<const Json*>* out) {
+    bool declared = false;
+    if (schema.contains("properties") && schema["properties"].is_object() &&
+        schema["properties"].contains(key)) {
+      out->push_back(&schema["properties"][key]);
+      declared = true;
+    }
+    if (schema.contains("patternProperties") && schema["patternProperties"].is_object()) {
+      for (const auto& [pattern, sub] : schema["patternProperties"].items()) {
+        try {
+          if (std::regex_search(key, std::regex(pattern, std::regex::ECMAScript))) {
+            out->push_back(&sub);
+            declared = true;
+          }
+        } catch (const std::regex_error&) {
+        }
+      }
+    }
+    if (!declared && schema.contains("additionalProperties")) {
+      out->push_back(&schema["additionalProperties"]);
+    }
+  }
+
+  const Json& root_;
+};
+
+}  // namespace
+
+Result<std::string> order_instance_like_schema(std::string_view schema_json,
+                                               std::string_view instance_json, int indent) {
+  const Json schema = Json::parse(schema_json, nullptr, /*allow_exceptions=*/false);
+  const Json instance = Json::parse(instance_json, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded() || instance.is_discarded()) {
+    return make_error(ErrorCode::kInvalidArgument, "the schema or the instance is not valid JSON");
+  }
+  InstanceOrderer orderer(schema);
+  const Json ordered = orderer.order(instance, {&schema}, 0);
+  return ordered.dump(indent, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
+}
+
+}  // namespace strata::grammar

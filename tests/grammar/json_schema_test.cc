@@ -1,0 +1,364 @@
+// JSON Schema -> GBNF: the generated grammars, run through the GBNF parser and matcher, accept
+// exactly the valid instances of the independent test vectors (JSONSchemaBench's sample, the
+// official JSON-Schema-Test-Suite); the regex and number pieces agree with std::regex and with
+// arithmetic.
+#include "grammar/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema_internal.h"
+#include "grammar/matcher.h"
+#include "grammar/regex_to_gbnf.h"
+#include "grammar/token_vocabulary.h"
+
+namespace strata::grammar {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+// One token per byte: accept_string then walks the grammar byte by byte.
+std::shared_ptr<const TokenVocabulary> byte_vocabulary() {
+  static const auto vocabulary = [] {
+    std::vector<std::string> pieces;
+    for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
+    return TokenVocabulary::from_pieces(std::move(pieces), {});
+  }();
+  return vocabulary;
+}
+
+Result<std::shared_ptr<const CompiledGrammar>> compile_gbnf(const std::string& gbnf) {
+  STRATA_ASSIGN_OR_RETURN(auto grammar, parse_gbnf(gbnf));
+  return CompiledGrammar::compile(grammar, byte_vocabulary());
+}
+
+bool accepts(const std::shared_ptr<const CompiledGrammar>& grammar, const std::string& text) {
+  GrammarMatcher matcher(grammar);
+  return matcher.accept_string(text) && matcher.can_end();
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// --- regex_to_gbnf against std::regex (ECMAScript, search semantics) ---
+
+TEST(RegexToGbnf, AgreesWithStdRegexOnSmallPatterns) {
+  const std::vector<std::string> patterns = {"^[a-z]+$",
+                                             "^\\d{3}-\\d{2}$",
+                                             "ab",
+                                             "^(foo|bar)baz$",
+                                             "^a?b*c+$",
+                                             "^[^a-c]{2}$",
+                                             "^\\w+@\\w+$",
+                                             "x$",
+                                             "^x",
+                                             "^(ab){1,2}$",
+                                             "^[A-Z][a-z]*$",
+                                             "^\\s*$",
+                                             "^.{2,3}$",
+                                             "^a|b$",
+                                             "^[\\-+]?\\d+$",
+                                             "^(?:[0-9a-f]{2})+$",
+                                             "^\\S+$",
+                                             "^[\"\\\\]$",
+                                             "^a{2,}$",
+                                             "^\\.$"};
+  const std::vector<std::string> texts = {"",   "a",   "abc", "ABC", "123-45", "foobaz", "barbaz",
+                                          "bc", "ccc", "de",  "x",   "yx",     "xy",     "abab",
+                                          "ab", "Abc", " \t", "aa",  "a@b",    "-12",    "0a1b",
+                                          "\"", "\\",  "a.b", ".",   "aaa",    "dd",     "abb"};
+  for (const std::string& pattern : patterns) {
+    auto body = regex_to_gbnf(pattern);
+    ASSERT_TRUE(body.ok()) << pattern << ": " << body.error().message;
+    auto grammar = compile_gbnf("root ::= \"\\\"\" " + *body + " \"\\\"\"\n");
+    ASSERT_TRUE(grammar.ok()) << pattern << ": " << grammar.error().message << "\n" << *body;
+    const std::regex reference(pattern, std::regex::ECMAScript);
+    for (const std::string& text : texts) {
+      const bool expected = std::regex_search(text, reference);
+      const std::string json_text = Json(text).dump();
+      EXPECT_EQ(accepts(*grammar, json_text), expected) << pattern << " on " << json_text;
+    }
+  }
+}
+
+TEST(RegexToGbnf, LengthBoundsRetuneTheOneRepetition) {
+  auto body = regex_to_gbnf("^[a-z][a-z0-9]*$", 2, 4);
+  ASSERT_TRUE(body.ok()) << body.error().message;
+  auto grammar = compile_gbnf("root ::= \"\\\"\" " + *body + " \"\\\"\"\n");
+  ASSERT_TRUE(grammar.ok()) << grammar.error().message;
+  EXPECT_FALSE(accepts(*grammar, "\"a\""));
+  EXPECT_TRUE(accepts(*grammar, "\"a1\""));
+  EXPECT_TRUE(accepts(*grammar, "\"abcd\""));
+  EXPECT_FALSE(accepts(*grammar, "\"abcde\""));
+  // Two variable parts: a length bound cannot be pushed into one of them.
+  EXPECT_EQ(regex_to_gbnf("^[a-z]+-[a-z]+$", 0, 8).error().code, ErrorCode::kUnsupported);
+}
+
+TEST(RegexToGbnf, UnsupportedConstructsAreNamed) {
+  for (const char* pattern : {"^(?=a)a$", "(a)\\1", "^\\bword", "(?<!x)y", "\\p{L}"}) {
+    auto body = regex_to_gbnf(pattern);
+    ASSERT_FALSE(body.ok()) << pattern;
+    EXPECT_EQ(body.error().code, ErrorCode::kUnsupported) << pattern;
+  }
+}
+
+// --- integer and number ranges against arithmetic ---
+
+TEST(JsonSchemaNumbers, IntegerRangesMatchArithmetic) {
+  const std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> ranges = {
+      {0, 100}, {-5, 5}, {7, std::nullopt}, {std::nullopt, -3}, {-120, -17}, {19, 231}, {1, 1}};
+  for (const auto& [lo, hi] : ranges) {
+    const std::string body = json_schema_detail::integer_range_gbnf(lo, hi);
+    auto grammar = compile_gbnf("root ::= " + body + "\n");
+    ASSERT_TRUE(grammar.ok()) << grammar.error().message << "\n" << body;
+    for (int64_t n = -300; n <= 300; ++n) {
+      const bool expected = (!lo || n >= *lo) && (!hi || n <= *hi);
+      EXPECT_EQ(accepts(*grammar, std::to_string(n)), expected) << body << " on " << n;
+    }
+    EXPECT_FALSE(accepts(*grammar, "01"));
+    EXPECT_FALSE(accepts(*grammar, "-0"));
+  }
+}
+
+TEST(JsonSchemaNumbers, NumberRangesMatchArithmetic) {
+  using json_schema_detail::Bound;
+  const std::vector<std::pair<std::optional<Bound>, std::optional<Bound>>> ranges = {
+      {Bound{0, false}, std::nullopt},       {Bound{0, true}, Bound{1, false}},
+      {Bound{-1, false}, Bound{1, true}},    {std::nullopt, Bound{100, false}},
+      {Bound{-90, false}, Bound{90, false}}, {Bound{2, true}, Bound{3, true}}};
+  const std::vector<std::string> texts = {
+      "0", "0.0", "0.5", "1",     "1.0",   "1.5", "-1",   "-0.5",  "2",   "2.5",
+      "3", "3.0", "100", "100.0", "100.5", "-90", "90.0", "-90.5", "1e2", "2.000001"};
+  for (const auto& [lo, hi] : ranges) {
+    auto body = json_schema_detail::number_range_gbnf(lo, hi);
+    ASSERT_TRUE(body.ok()) << body.error().message;
+    auto grammar = compile_gbnf("root ::= " + *body + "\n");
+    ASSERT_TRUE(grammar.ok()) << grammar.error().message << "\n" << *body;
+    for (const std::string& text : texts) {
+      const double v = std::stod(text);
+      const bool in_range = (!lo || (lo->exclusive ? v > lo->value : v >= lo->value)) &&
+                            (!hi || (hi->exclusive ? v < hi->value : v <= hi->value));
+      // Exponents are only admitted with no upper bound and a lower bound of at most 0.
+      const bool has_exponent = text.find('e') != std::string::npos;
+      if (has_exponent && hi) {
+        EXPECT_FALSE(accepts(*grammar, text)) << *body << " on " << text;
+      } else {
+        EXPECT_EQ(accepts(*grammar, text), in_range) << *body << " on " << text;
+      }
+    }
+  }
+  EXPECT_EQ(json_schema_detail::number_range_gbnf(Bound{0.5, false}, std::nullopt).error().code,
+            ErrorCode::kUnsupported);
+}
+
+// --- whole schemas, hand-checked ---
+
+std::shared_ptr<const CompiledGrammar> schema_grammar(const std::string& schema,
+                                                      JsonSchemaOptions options = {}) {
+  auto gbnf = json_schema_to_gbnf(schema, options);
+  EXPECT_TRUE(gbnf.ok()) << gbnf.error().message;
+  if (!gbnf.ok()) return nullptr;
+  auto grammar = compile_gbnf(*gbnf);
+  EXPECT_TRUE(grammar.ok()) << grammar.error().message << "\n" << *gbnf;
+  return grammar.ok() ? *grammar : nullptr;
+}
+
+TEST(JsonSchemaToGbnf, ObjectKeysInSchemaOrderRequiredAndOptional) {
+  auto g = schema_grammar(R"({"type":"object","properties":{"a":{"type":"integer"},
+      "b":{"type":"string"},"c":{"type":"boolean"}},"required":["b"],
+      "additionalProperties":false})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(accepts(g, R"({"b":"x"})"));
+  EXPECT_TRUE(accepts(g, R"({"a":1,"b":"x","c":true})"));
+  EXPECT_TRUE(accepts(g, "{\n  \"a\": 1,\n  \"b\": \"x\"\n}"));
+  EXPECT_FALSE(accepts(g, R"({"a":1})"));          // b missing
+  EXPECT_FALSE(accepts(g, R"({"b":"x","d":1})"));  // no extra keys
+  EXPECT_FALSE(accepts(g, R"({"b":"x","a":1})"));  // fixed order
+  EXPECT_FALSE(accepts(g, R"({"a":1,,"b":"x"})"));
+  EXPECT_FALSE(accepts(g, R"({"b":"x",})"));
+}
+
+TEST(JsonSchemaToGbnf, AdditionalPropertiesDefaultAllowsOtherKeysOnly) {
+  auto g = schema_grammar(R"({"type":"object","properties":{"id":{"type":"integer"}}})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(accepts(g, R"({"id":1,"other":[1,"x",{"k":null}]})"));
+  EXPECT_TRUE(accepts(g, R"({"idx":"s"})"));
+  EXPECT_TRUE(accepts(g, R"({"i":"s"})"));
+  EXPECT_FALSE(accepts(g, R"({"id":"s"})"));  // a declared key cannot come back as an extra
+  auto typed = schema_grammar(R"({"type":"object","additionalProperties":{"type":"number"}})");
+  ASSERT_TRUE(typed);
+  EXPECT_TRUE(accepts(typed, R"({"x":1.5,"y":-2})"));
+  EXPECT_FALSE(accepts(typed, R"({"x":"1"})"));
+}
+
+TEST(JsonSchemaToGbnf, RefsRecursionAndCombinators) {
+  auto g = schema_grammar(R"({"$defs":{"node":{"type":"object","properties":{
+      "v":{"type":"integer","minimum":0,"maximum":9},
+      "next":{"anyOf":[{"$ref":"#/$defs/node"},{"type":"null"}]}},
+      "required":["v","next"],"additionalProperties":false}},"$ref":"#/$defs/node"})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(accepts(g, R"({"v":1,"next":{"v":2,"next":null}})"));
+  EXPECT_FALSE(accepts(g, R"({"v":10,"next":null})"));
+  auto all = schema_grammar(R"({"allOf":[{"type":"object","properties":{"a":{"type":"string"}},
+      "required":["a"]},{"properties":{"b":{"const":3}},"required":["b"]}],
+      "additionalProperties":false})");
+  ASSERT_TRUE(all);
+  EXPECT_TRUE(accepts(all, R"({"a":"x","b":3})"));
+  EXPECT_FALSE(accepts(all, R"({"a":"x"})"));
+  EXPECT_FALSE(accepts(all, R"({"a":"x","b":4})"));
+}
+
+TEST(JsonSchemaToGbnf, StringsArraysEnumsFormats) {
+  auto g = schema_grammar(R"({"type":"array","items":{"type":"string","minLength":1,
+      "maxLength":3},"minItems":1,"maxItems":2})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(accepts(g, R"(["a","\n\u0001"])"));
+  EXPECT_FALSE(accepts(g, "[\"\x01\"]"));  // raw control character
+  EXPECT_FALSE(accepts(g, R"([])"));
+  EXPECT_FALSE(accepts(g, R"(["a","b","c"])"));
+  EXPECT_FALSE(accepts(g, R"(["abcd"])"));
+  auto e = schema_grammar(R"({"enum":["x\"y",1,null,[1,2]]})");
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(accepts(e, R"("x\"y")"));
+  EXPECT_TRUE(accepts(e, "[1, 2]"));
+  EXPECT_FALSE(accepts(e, "2"));
+  auto d = schema_grammar(R"({"type":"string","format":"date-time"})");
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(accepts(d, R"("2024-02-29T12:30:00Z")"));
+  EXPECT_TRUE(accepts(d, R"("2024-02-29T12:30:00.123+01:00")"));
+  EXPECT_FALSE(accepts(d, R"("2024-13-01T00:00:00Z")"));
+  auto t = schema_grammar(R"({"prefixItems":[{"type":"integer"},{"type":"string"}],
+      "items":false,"type":"array"})");
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(accepts(t, R"([1,"a"])"));
+  EXPECT_TRUE(accepts(t, R"([1])"));
+  EXPECT_FALSE(accepts(t, R"([1,"a",2])"));
+}
+
+TEST(JsonSchemaToGbnf, WhitespaceIsBounded) {
+  auto g = schema_grammar(R"({"type":"array"})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(accepts(g, "[    1]"));
+  EXPECT_FALSE(accepts(g, "[     1]"));
+  EXPECT_TRUE(accepts(g, "[\n" + std::string(40, ' ') + "1]"));
+  EXPECT_FALSE(accepts(g, "[\n" + std::string(41, ' ') + "1]"));
+  EXPECT_FALSE(accepts(g, "[\n\n1]"));
+}
+
+TEST(JsonSchemaToGbnf, UnenforceableKeywordsAreErrorsUnlessBestEffort) {
+  for (const char* schema :
+       {R"({"not":{"type":"string"}})", R"({"type":"object","minProperties":2})",
+        R"({"type":"number","multipleOf":0.5})", R"({"$ref":"http://x.org/s.json"})",
+        R"({"type":"array","uniqueItems":true})", R"({"type":"string","format":"ipv6"})",
+        R"({"if":{"type":"string"},"then":{"minLength":2}})"}) {
+    auto gbnf = json_schema_to_gbnf(schema);
+    ASSERT_FALSE(gbnf.ok()) << schema;
+    EXPECT_EQ(gbnf.error().code, ErrorCode::kUnsupported) << schema << gbnf.error().message;
+    JsonSchemaOptions best_effort;
+    best_effort.best_effort = true;
+    if (std::string(schema).find("http") == std::string::npos) {
+      EXPECT_TRUE(json_schema_to_gbnf(schema, best_effort).ok()) << schema;
+    }
+  }
+}
+
+TEST(JsonSchemaToGbnf, JsonObjectGrammar) {
+  auto grammar = compile_gbnf(json_object_gbnf());
+  ASSERT_TRUE(grammar.ok()) << grammar.error().message;
+  EXPECT_TRUE(accepts(*grammar, R"({"a":[1,2.5e3,{"b":null}],"c":"\u00e9"})"));
+  EXPECT_FALSE(accepts(*grammar, R"([1])"));
+  EXPECT_FALSE(accepts(*grammar, R"({"a":1)"));
+}
+
+// --- the shared test vectors ---
+
+struct Tally {
+  int schemas = 0, compiled = 0, valid = 0, valid_rejected = 0, invalid = 0, invalid_accepted = 0;
+  std::map<std::string, int> failures;  // first words of the error -> count
+};
+
+// Feeds one instance (compact and indented) and records the outcome.
+void check_instance(const std::shared_ptr<const CompiledGrammar>& grammar,
+                    const std::string& schema_text, const Json& data, bool valid,
+                    const std::string& where, Tally* tally) {
+  bool any_accepted = false, all_accepted = true;
+  for (int indent : {-1, 2}) {
+    auto text = order_instance_like_schema(schema_text, data.dump(), indent);
+    ASSERT_TRUE(text.ok());
+    const bool ok = accepts(grammar, *text);
+    any_accepted |= ok;
+    all_accepted &= ok;
+    if (valid && !ok) ADD_FAILURE() << where << ": valid instance rejected: " << *text;
+    if (!valid && ok) ADD_FAILURE() << where << ": invalid instance accepted: " << *text;
+  }
+  if (valid) {
+    ++tally->valid;
+    tally->valid_rejected += all_accepted ? 0 : 1;
+  } else {
+    ++tally->invalid;
+    tally->invalid_accepted += any_accepted ? 1 : 0;
+  }
+}
+
+TEST(JsonSchemaBench, SharedSampleCompilesAndAgreesWithTheValidators) {
+  const fs::path dir = "../shared/testdata/jsonschemabench";
+  if (!fs::exists(dir)) GTEST_SKIP() << "no " << dir;
+  std::vector<fs::path> files;
+  for (const auto& subset : fs::directory_iterator(dir)) {
+    if (!subset.is_directory()) continue;
+    for (const auto& file : fs::directory_iterator(subset.path())) {
+      if (file.path().extension() == ".json") files.push_back(file.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  Tally tally;
+  for (const fs::path& file : files) {
+    const Json doc = Json::parse(read_file(file), nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << file;
+    const std::string schema_text = doc["schema"].dump();
+    if (std::getenv("JSB_TRACE")) std::fprintf(stderr, "%s\n", file.c_str());
+    ++tally.schemas;
+    auto gbnf = json_schema_to_gbnf(schema_text);
+    if (!gbnf.ok()) {
+      const std::string& m = gbnf.error().message;
+      ++tally.failures[m.substr(0, m.find(" at "))];
+      continue;
+    }
+    auto grammar = compile_gbnf(*gbnf);
+    ASSERT_TRUE(grammar.ok()) << file << ": " << grammar.error().message;
+    ++tally.compiled;
+    if (!doc.contains("tests")) continue;
+    for (const Json& test : doc["tests"]) {
+      check_instance(*grammar, schema_text, test["data"], test["valid"].get<bool>(), file.string(),
+                     &tally);
+    }
+  }
+  for (const auto& [reason, count] : tally.failures) {
+    std::printf("  not compiled (%d): %s\n", count, reason.c_str());
+  }
+  std::printf(
+      "jsonschemabench: %d schemas, %d compiled (%.1f%%); valid %d (rejected %d), "
+      "invalid %d (accepted %d)\n",
+      tally.schemas, tally.compiled, 100.0 * tally.compiled / tally.schemas, tally.valid,
+      tally.valid_rejected, tally.invalid, tally.invalid_accepted);
+  EXPECT_GE(tally.compiled * 10, tally.schemas * 9);
+  EXPECT_EQ(tally.valid_rejected, 0);
+  EXPECT_EQ(tally.invalid_accepted, 0);
+}
+
+}  // namespace
+}  // namespace strata::grammar
