@@ -1,0 +1,72 @@
+// A Grammar bound to a TokenVocabulary, with the per-position token sets that make masks cheap
+// (the XGrammar split): for every kBytes position, walking the whole vocabulary from a stack
+// that holds only that position sorts each token into
+//   accepted  - consumed entirely without popping below the position's rule: allowed whatever
+//               the stack below holds;
+//   rejected  - dies before it could pop: never allowed from here;
+//   uncertain - pops below the rule with bytes left, and the next byte may follow the rule
+//               somewhere in the grammar (its FOLLOW set): decided at mask time by feeding what
+//               is left of the token to the real stack below.
+// Most tokens land in the first two, so a mask is an OR of cached sets plus a trie walk over
+// the distinct leftovers of the few uncertain tokens. Accepted sets are stored as a bitmask or
+// a sorted id list, whichever is smaller.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/result.h"
+#include "grammar/grammar.h"
+#include "grammar/token_vocabulary.h"
+
+namespace strata::grammar {
+
+struct PositionTokens {
+  std::vector<uint32_t> accepted_bits;  // vocabulary bitmask words, or empty when ids are used
+  std::vector<int32_t> accepted_ids;    // ascending token ids
+  // What is left of uncertain tokens where they leave the rule, ascending and unique, and the
+  // (leftover index, token id) pairs: a token is allowed when one of its leftovers is accepted
+  // by the stacks below the position.
+  std::vector<std::string> leftovers;
+  std::vector<std::pair<uint32_t, int32_t>> uncertain;
+  size_t max_leftover_length = 0;
+};
+
+struct CompileStats {
+  size_t positions = 0;
+  size_t uncertain_tokens = 0;  // (leftover, token) pairs summed over positions
+  size_t max_uncertain = 0;
+  size_t leftovers = 0;  // distinct leftovers summed over positions
+  size_t max_leftovers = 0;
+  size_t cache_bytes = 0;
+};
+
+class CompiledGrammar {
+ public:
+  static Result<std::shared_ptr<const CompiledGrammar>> compile(
+      std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
+
+  const Grammar& grammar() const { return *grammar_; }
+  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+  const std::shared_ptr<const TokenVocabulary>& vocabulary_ptr() const { return vocabulary_; }
+  // For a kBytes position.
+  const PositionTokens& tokens_at(uint32_t pos) const { return by_position_[pos]; }
+  size_t mask_words() const { return (vocabulary_->size() + 31) / 32; }
+  const CompileStats& stats() const { return stats_; }
+
+ private:
+  CompiledGrammar(std::shared_ptr<const Grammar> grammar,
+                  std::shared_ptr<const TokenVocabulary> vocabulary);
+  void precompute();
+  // Per rule: the bytes that may come right after it ends, in any context (FOLLOW sets).
+  std::vector<ByteSet> follow_sets() const;
+
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
+  std::vector<PositionTokens> by_position_;  // indexed by element position
+  CompileStats stats_;
+};
+
+}  // namespace strata::grammar

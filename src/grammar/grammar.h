@@ -1,0 +1,72 @@
+// A GBNF grammar compiled to rules over bytes: character classes over code points become UTF-8
+// byte sequences, so a matcher advances one byte at a time and token boundaries never matter.
+// Immutable once built; share it between requests and vocabularies.
+//
+// Layout: all alternatives of all rules live in one element array. An alternative is a run of
+// kBytes / kRule elements closed by a kEnd element; a position is an index into that array.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace strata::grammar {
+
+struct ByteSet {
+  std::array<uint64_t, 4> bits{};
+  bool test(uint8_t b) const { return (bits[b >> 6] >> (b & 63)) & 1; }
+  void set(uint8_t b) { bits[b >> 6] |= uint64_t{1} << (b & 63); }
+  bool empty() const { return (bits[0] | bits[1] | bits[2] | bits[3]) == 0; }
+  bool operator==(const ByteSet&) const = default;
+};
+
+enum class ElementKind : uint8_t { kBytes, kRule, kEnd };
+
+struct Element {
+  ElementKind kind = ElementKind::kEnd;
+  uint32_t value = 0;  // kBytes: index into byte_sets(); kRule: rule id
+};
+
+struct GrammarRule {
+  std::string name;
+  std::vector<uint32_t> alternatives;  // start positions
+};
+
+class Grammar {
+ public:
+  Grammar(std::vector<GrammarRule> rules, std::vector<Element> elements,
+          std::vector<ByteSet> byte_sets, uint32_t root)
+      : rules_(std::move(rules)),
+        elements_(std::move(elements)),
+        byte_sets_(std::move(byte_sets)),
+        root_(root) {}
+
+  const std::vector<GrammarRule>& rules() const { return rules_; }
+  const std::vector<Element>& elements() const { return elements_; }
+  const Element& element(uint32_t pos) const { return elements_[pos]; }
+  const ByteSet& byte_set(uint32_t id) const { return byte_sets_[id]; }
+  size_t n_byte_sets() const { return byte_sets_.size(); }
+  uint32_t root() const { return root_; }
+
+  // The rules in GBNF over bytes (\xHH for bytes outside printable ASCII), for debugging.
+  std::string to_string() const;
+
+ private:
+  std::vector<GrammarRule> rules_;
+  std::vector<Element> elements_;
+  std::vector<ByteSet> byte_sets_;
+  uint32_t root_;
+};
+
+// Parses and validates GBNF. Errors name line:column: syntax, undefined rule, missing root rule,
+// left recursion (also through rules that can match the empty string), rules that cannot match
+// any finite string, repetition bounds or expansions too large.
+Result<std::shared_ptr<const Grammar>> parse_gbnf(std::string_view text,
+                                                  std::string_view root = "root");
+
+}  // namespace strata::grammar

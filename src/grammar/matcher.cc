@@ -1,0 +1,146 @@
+#include "grammar/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace strata::grammar {
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
+    : compiled_(std::move(grammar)), advancer_(compiled_->grammar(), &pool_) {
+  history_.emplace_back();
+  advancer_.start_rule(compiled_->grammar().root(), &history_.back());
+  history_pool_size_.push_back(pool_.size());
+}
+
+bool GrammarMatcher::advance_bytes(std::string_view bytes, StackSet* out) {
+  *out = history_.back();
+  for (char c : bytes) {
+    advancer_.advance(*out, static_cast<uint8_t>(c), &step_a_);
+    std::swap(*out, step_a_);
+    if (!out->alive()) return false;
+  }
+  return true;
+}
+
+bool GrammarMatcher::accept_token(int32_t id) {
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  if (id < 0 || static_cast<size_t>(id) >= vocab.size()) return false;
+  if (vocab.is_eog(id)) {
+    if (!can_end()) return false;
+    history_.push_back(StackSet{{}, false, true});
+    history_pool_size_.push_back(pool_.size());
+    return true;
+  }
+  const std::string& piece = vocab.piece(id);
+  if (piece.empty()) return false;
+  return accept_string(piece);
+}
+
+bool GrammarMatcher::accept_string(std::string_view bytes) {
+  if (history_.back().finished) return false;
+  const size_t mark = pool_.size();
+  if (!advance_bytes(bytes, &step_b_)) {
+    pool_.truncate(mark);
+    return false;
+  }
+  history_.push_back(step_b_);
+  history_pool_size_.push_back(pool_.size());
+  return true;
+}
+
+void GrammarMatcher::rollback(size_t n_tokens) {
+  n_tokens = std::min(n_tokens, history_.size() - 1);
+  if (n_tokens == 0) return;
+  history_.resize(history_.size() - n_tokens);
+  history_pool_size_.resize(history_.size());
+  pool_.truncate(history_pool_size_.back());
+  memo_valid_ = false;  // its state may hold dropped nodes
+}
+
+void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
+  const StackSet& state = history_.back();
+  const size_t n_words = std::min(words.size(), compiled_->mask_words());
+  if (reuse_masks_ && memo_valid_ && memo_state_ == state) {
+    std::memcpy(words.data(), memo_words_.data(), n_words * sizeof(uint32_t));
+  } else {
+    compute_mask(state, words.first(n_words));
+    memo_state_ = state;
+    memo_words_.assign(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n_words));
+    memo_valid_ = true;
+  }
+  std::fill(words.begin() + static_cast<std::ptrdiff_t>(n_words), words.end(), 0u);
+}
+
+void GrammarMatcher::compute_mask(const StackSet& state, std::span<uint32_t> words) {
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  std::fill(words.begin(), words.end(), 0u);
+  auto set_bit = [&](int32_t id) {
+    if (static_cast<size_t>(id >> 5) < words.size()) words[id >> 5] |= uint32_t{1} << (id & 31);
+  };
+  positions_.clear();
+  for (uint32_t top : state.tops) positions_.push_back(pool_[top].pos);
+  std::sort(positions_.begin(), positions_.end());
+  positions_.erase(std::unique(positions_.begin(), positions_.end()), positions_.end());
+  for (uint32_t pos : positions_) {
+    const PositionTokens& t = compiled_->tokens_at(pos);
+    if (!t.accepted_bits.empty()) {
+      const size_t n = std::min(words.size(), t.accepted_bits.size());
+      for (size_t w = 0; w < n; ++w) words[w] |= t.accepted_bits[w];
+    } else {
+      for (int32_t id : t.accepted_ids) set_bit(id);
+    }
+  }
+  // Uncertain tokens: what is left of them where they leave their rule, fed to the stacks
+  // below that rule (one walk over the distinct leftovers per stack top).
+  for (uint32_t top : state.tops) {
+    const PositionTokens& t = compiled_->tokens_at(pool_[top].pos);
+    if (t.uncertain.empty()) continue;
+    const size_t mark = pool_.size();
+    advancer_.pop_frame(top, &below_);
+    leftover_ok_.assign(t.leftovers.size(), 0);
+    if (!below_.tops.empty()) {
+      if (leftover_indices_.size() < t.leftovers.size()) {
+        const size_t old = leftover_indices_.size();
+        leftover_indices_.resize(t.leftovers.size());
+        std::iota(leftover_indices_.begin() + static_cast<std::ptrdiff_t>(old),
+                  leftover_indices_.end(), static_cast<uint32_t>(old));
+      }
+      walk_strings(
+          std::span<const uint32_t>(leftover_indices_).first(t.leftovers.size()),
+          [&](uint32_t k) { return std::string_view(t.leftovers[k]); }, t.max_leftover_length,
+          advancer_, below_, nullptr, walk_scratch_,
+          [&](uint32_t k, bool ok, size_t) { leftover_ok_[k] = ok; });
+    }
+    pool_.truncate(mark);
+    for (const auto& [leftover, id] : t.uncertain) {
+      if (leftover_ok_[leftover]) set_bit(id);
+    }
+  }
+  if (state.can_end) {
+    for (int32_t id : vocab.eog_ids()) set_bit(id);
+  }
+}
+
+std::string GrammarMatcher::expected_bytes() const {
+  const ByteSet next = advancer_.next_bytes(history_.back());
+  std::string out = "[";
+  for (unsigned b = 0; b < 256; ++b) {
+    if (!next.test(static_cast<uint8_t>(b))) continue;
+    if (b >= 0x20 && b < 0x7F && b != '\\' && b != ']' && b != '"') {
+      out += static_cast<char>(b);
+    } else {
+      static const char* kHex = "0123456789ABCDEF";
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+    }
+  }
+  if (can_end())
+    out += "] or the end";
+  else
+    out += "]";
+  return out;
+}
+
+}  // namespace strata::grammar

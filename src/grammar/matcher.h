@@ -1,0 +1,68 @@
+// One request's parse state over a CompiledGrammar: accepts tokens (or raw bytes), computes the
+// allowed-token bitmask for the next step, and rolls back accepted tokens (the state after each
+// token is kept). Not thread-safe; one matcher per sequence.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammar/compiled_grammar.h"
+#include "grammar/stack_pool.h"
+#include "grammar/token_walk.h"
+
+namespace strata::grammar {
+
+class GrammarMatcher {
+ public:
+  explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
+
+  // words: ceil(vocab/32) uint32 (more are zeroed), bit (id%32) of word (id/32) = allowed (the
+  // XGrammar layout). End-of-generation tokens are allowed exactly when can_end().
+  void fill_next_token_bitmask(std::span<uint32_t> words);
+  // False, state unchanged, when the token is not allowed. An end-of-generation token is
+  // accepted when can_end() and terminates the matcher.
+  bool accept_token(int32_t id);
+  // Raw bytes (tests, grammar-check); counts as one step for rollback.
+  bool accept_string(std::string_view bytes);
+  bool can_end() const { return history_.back().can_end && !history_.back().finished; }
+  bool is_terminated() const {
+    return history_.back().finished || (history_.back().can_end && history_.back().tops.empty());
+  }
+  void rollback(size_t n_tokens);
+  size_t n_accepted_tokens() const { return history_.size() - 1; }
+  // Live parse stacks (more than one where the grammar is ambiguous so far).
+  size_t n_stacks() const { return history_.back().tops.size(); }
+  // Masks are reused while the state repeats (on by default); off, every mask is computed.
+  void set_reuse_masks(bool reuse) { reuse_masks_ = reuse; }
+  // The bytes that may come next, as a GBNF-style class ("[a-z\x22]"), for error messages.
+  std::string expected_bytes() const;
+
+ private:
+  bool advance_bytes(std::string_view bytes, StackSet* out);
+  void compute_mask(const StackSet& state, std::span<uint32_t> words);
+
+  std::shared_ptr<const CompiledGrammar> compiled_;
+  StackPool pool_;
+  Advancer advancer_;
+  std::vector<StackSet> history_;  // [0]: start; back(): now
+  // Pool size when each history state was reached: rollback drops the nodes made after it.
+  std::vector<size_t> history_pool_size_;
+  StackSet step_a_, step_b_;
+  TokenWalkScratch walk_scratch_;
+  std::vector<uint32_t> positions_;
+  StackSet below_;
+  std::vector<uint32_t> leftover_indices_;  // 0, 1, 2, ...
+  std::vector<uint8_t> leftover_ok_;
+  // The last mask, for the state it was computed for (masks depend only on the state, which
+  // repeats while generating inside a string or a long repetition).
+  StackSet memo_state_;
+  std::vector<uint32_t> memo_words_;
+  bool memo_valid_ = false;
+  bool reuse_masks_ = true;
+};
+
+}  // namespace strata::grammar

@@ -1,0 +1,86 @@
+// The pushdown automaton the matcher runs, over the byte-level Grammar.
+//
+// A parse stack is a chain of nodes (position, parent): the top node stands at a kBytes element
+// (the byte the parse expects next); every node below holds the position to return to after the
+// rule above it ends. Nodes are hash-consed in a StackPool, so equal stacks are the same node id
+// and a set of stacks (an ambiguous parse) deduplicates by id, as in a graph-structured stack.
+// A reference that is the last symbol of its alternative pushes no return node (the callee
+// returns straight to the caller's caller), so right recursion — every x* — keeps the stack flat.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "grammar/grammar.h"
+
+namespace strata::grammar {
+
+inline constexpr uint32_t kBottom = UINT32_MAX;  // parent of the outermost node
+
+struct StackNode {
+  uint32_t pos;
+  uint32_t parent;  // node id or kBottom
+};
+
+class StackPool {
+ public:
+  StackPool();
+  uint32_t intern(uint32_t pos, uint32_t parent);
+  const StackNode& operator[](uint32_t id) const { return nodes_[id]; }
+  size_t size() const { return nodes_.size(); }
+  // Forgets the nodes interned after the pool had `size` nodes (scratch work on top of a
+  // matcher's live stacks).
+  void truncate(size_t size);
+  void clear();
+
+ private:
+  void rehash(size_t capacity);
+  size_t slot_for(uint32_t pos, uint32_t parent) const;
+
+  std::vector<StackNode> nodes_;
+  std::vector<uint32_t> node_slot_;  // per node, its slot in table_
+  std::vector<uint32_t> table_;      // node ids, kEmpty where free (linear probing)
+  size_t mask_ = 0;
+};
+
+// The state between two bytes: the live stacks (their top node ids, sorted, unique) and
+// whether the whole input so far is a sentence of the grammar (a stack was popped empty).
+struct StackSet {
+  std::vector<uint32_t> tops;
+  bool can_end = false;
+  bool finished = false;  // an end-of-generation token was accepted
+  bool alive() const { return can_end || !tops.empty(); }
+  bool operator==(const StackSet&) const = default;
+};
+
+class Advancer {
+ public:
+  Advancer(const Grammar& grammar, StackPool* pool) : grammar_(grammar), pool_(pool) {}
+  // Stacks at the start of `rule`.
+  void start_rule(uint32_t rule, StackSet* out);
+  // One stack standing at `pos` (a kBytes element) with nothing below it.
+  void start_at(uint32_t pos, StackSet* out);
+  // The stacks after `byte`; out must not alias in.
+  void advance(const StackSet& in, uint8_t byte, StackSet* out);
+  // The stacks after the rule of node `top` ends: its parent's continuation (can_end alone when
+  // the parent is the bottom).
+  void pop_frame(uint32_t top, StackSet* out);
+  // The union of the byte sets the stacks expect next.
+  ByteSet next_bytes(const StackSet& state) const;
+
+ private:
+  void closure(uint32_t pos, uint32_t parent, StackSet* out);
+  bool mark_visited(uint64_t key);
+  void new_visit_generation();
+
+  const Grammar& grammar_;
+  StackPool* pool_;
+  std::vector<std::pair<uint32_t, uint32_t>> work_;
+  // (pos, parent) pairs expanded in the current step: open addressing, cleared by generation.
+  std::vector<uint64_t> visited_keys_;
+  std::vector<uint32_t> visited_gen_;
+  uint32_t generation_ = 0;
+  size_t n_visited_ = 0;
+};
+
+}  // namespace strata::grammar

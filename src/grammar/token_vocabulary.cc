@@ -1,0 +1,55 @@
+#include "grammar/token_vocabulary.h"
+
+#include <algorithm>
+
+#include "tokenizer/tokenizer.h"
+
+namespace strata::grammar {
+
+TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces, std::vector<int32_t> eog_ids)
+    : pieces_(std::move(pieces)), is_eog_(pieces_.size(), false) {
+  for (int32_t id : eog_ids) {
+    if (id >= 0 && static_cast<size_t>(id) < pieces_.size() && !is_eog_[id]) {
+      is_eog_[id] = true;
+      eog_ids_.push_back(id);
+    }
+  }
+  std::sort(eog_ids_.begin(), eog_ids_.end());
+  for (size_t id = 0; id < pieces_.size(); ++id) {
+    if (!pieces_[id].empty() && !is_eog_[id]) sorted_ids_.push_back(static_cast<int32_t>(id));
+    max_piece_length_ = std::max(max_piece_length_, pieces_[id].size());
+  }
+  std::stable_sort(sorted_ids_.begin(), sorted_ids_.end(), [&](int32_t a, int32_t b) {
+    return pieces_[a] < pieces_[b];  // std::string compares as unsigned bytes (char_traits)
+  });
+  first_byte_begin_.assign(257, 0);
+  size_t k = 0;
+  for (unsigned b = 0; b < 256; ++b) {
+    first_byte_begin_[b] = static_cast<uint32_t>(k);
+    while (k < sorted_ids_.size() &&
+           static_cast<uint8_t>(pieces_[sorted_ids_[k]][0]) == static_cast<uint8_t>(b)) {
+      ++k;
+    }
+  }
+  first_byte_begin_[256] = static_cast<uint32_t>(k);
+}
+
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_pieces(std::vector<std::string> pieces,
+                                                                    std::vector<int32_t> eog_ids) {
+  return std::shared_ptr<const TokenVocabulary>(
+      new TokenVocabulary(std::move(pieces), std::move(eog_ids)));
+}
+
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(
+    const tokenizer::Tokenizer& tok) {
+  std::vector<std::string> pieces(tok.n_vocab());
+  std::vector<int32_t> eog;
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    const auto t = static_cast<tokenizer::TokenId>(id);
+    if (tok.is_eog(t)) eog.push_back(t);
+    pieces[id] = tok.token_to_piece(t, /*render_special=*/false);
+  }
+  return from_pieces(std::move(pieces), std::move(eog));
+}
+
+}  // namespace strata::grammar

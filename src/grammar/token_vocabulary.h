@@ -1,0 +1,54 @@
+// The bytes each token appends to the output, per tokenizer: built once and shared by every
+// grammar compiled against it. Tokens that append nothing (control, unknown, unused tokens) are
+// never allowed by a grammar; end-of-generation tokens are allowed exactly where the grammar
+// may end. The other tokens are kept sorted by their bytes so mask computation can walk them as
+// a trie: consecutive tokens share a prefix, and the walk resumes from the shared prefix.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata::tokenizer {
+class Tokenizer;
+}
+
+namespace strata::grammar {
+
+class TokenVocabulary {
+ public:
+  // Pieces as strata's StreamingDetokenizer emits them (token_to_piece without special text):
+  // SentencePiece U+2581 as a space, <0xXX> byte tokens as that byte, control tokens empty.
+  static std::shared_ptr<const TokenVocabulary> from_tokenizer(const tokenizer::Tokenizer& tok);
+  // pieces[id] = the token's bytes ("" = never allowed); eog_ids end generation.
+  static std::shared_ptr<const TokenVocabulary> from_pieces(std::vector<std::string> pieces,
+                                                            std::vector<int32_t> eog_ids);
+
+  size_t size() const { return pieces_.size(); }
+  const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
+  bool is_eog(int32_t id) const { return is_eog_[static_cast<size_t>(id)]; }
+  std::span<const int32_t> eog_ids() const { return eog_ids_; }
+
+  // Grammar-visible tokens (non-empty, not end-of-generation) in byte order.
+  size_t n_sorted() const { return sorted_ids_.size(); }
+  int32_t sorted_id(uint32_t k) const { return sorted_ids_[k]; }
+  std::string_view sorted_piece(uint32_t k) const { return pieces_[sorted_ids_[k]]; }
+  // Sorted indices [first_byte_begin(b), first_byte_begin(b + 1)) start with byte b.
+  uint32_t first_byte_begin(unsigned b) const { return first_byte_begin_[b]; }
+  size_t max_piece_length() const { return max_piece_length_; }
+
+ private:
+  TokenVocabulary(std::vector<std::string> pieces, std::vector<int32_t> eog_ids);
+
+  std::vector<std::string> pieces_;
+  std::vector<int32_t> eog_ids_;
+  std::vector<bool> is_eog_;
+  std::vector<int32_t> sorted_ids_;
+  std::vector<uint32_t> first_byte_begin_;  // 257 entries
+  size_t max_piece_length_ = 0;
+};
+
+}  // namespace strata::grammar

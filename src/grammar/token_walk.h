@@ -1,0 +1,63 @@
+// Feeding many byte strings (tokens, or what is left of them) to one parse state, sharing work
+// between strings with a common prefix: strings come in byte order (a depth-first walk of their
+// trie), the state after each prefix length of the previous string is kept, and the next string
+// resumes from the prefix it shares. When a prefix dies, every following string with that
+// prefix is decided without work.
+#pragma once
+
+#include <algorithm>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "grammar/stack_pool.h"
+
+namespace strata::grammar {
+
+struct TokenWalkScratch {
+  std::vector<StackSet> states;  // states[d]: after the first d bytes of the current string
+  // escape_at[d]: the state after d bytes could pop the start state's bottom and the byte at d
+  // may follow there (per the `follow` set given to the walk).
+  std::vector<bool> escape_at;
+};
+
+// visit(k, accepted, dead_depth) for each k in `indices`, whose strings piece_of(k) ascend:
+// accepted when the state survives all bytes; otherwise the state died after dead_depth bytes,
+// and scratch.escape_at[1 .. dead_depth-1] says where the string could have left the start
+// state's rule instead (with `follow` null nothing is recorded).
+template <class PieceOf, class Visit>
+void walk_strings(std::span<const uint32_t> indices, PieceOf&& piece_of, size_t max_length,
+                  Advancer& advancer, const StackSet& start, const ByteSet* follow,
+                  TokenWalkScratch& scratch, Visit&& visit) {
+  const size_t depth_max = max_length + 1;
+  if (scratch.states.size() < depth_max) scratch.states.resize(depth_max);
+  if (scratch.escape_at.size() < depth_max) scratch.escape_at.resize(depth_max);
+  scratch.states[0] = start;
+  std::string_view prev;
+  size_t dead = 0;  // prev's prefix of this length emptied the state (0: prev survived)
+  for (uint32_t k : indices) {
+    const std::string_view piece = piece_of(k);
+    const size_t limit = std::min(prev.size(), piece.size());
+    size_t shared = 0;
+    while (shared < limit && prev[shared] == piece[shared]) ++shared;
+    prev = piece;
+    if (dead != 0 && shared >= dead) {
+      visit(k, false, dead);
+      continue;
+    }
+    dead = 0;
+    for (size_t d = shared; d < piece.size(); ++d) {
+      const auto byte = static_cast<uint8_t>(piece[d]);
+      scratch.escape_at[d] = follow != nullptr && scratch.states[d].can_end && follow->test(byte);
+      StackSet& next = scratch.states[d + 1];
+      advancer.advance(scratch.states[d], byte, &next);
+      if (!next.alive()) {
+        dead = d + 1;
+        break;
+      }
+    }
+    visit(k, dead == 0, dead);
+  }
+}
+
+}  // namespace strata::grammar
