@@ -8,6 +8,7 @@ import { metricValue, startServer } from './lib/server.mjs';
 
 const chromiumPath = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 const kMessage = 'Tell me a story about a cat.';
+const kApiKey = 'page-key-7d1e';  // typed into the page's settings, sent as Bearer
 
 let server;
 let browser;
@@ -15,7 +16,7 @@ let page;
 const pageErrors = [];  // uncaught exceptions of the page's script
 
 before(async () => {
-  server = await startServer();
+  server = await startServer(['--api-key', kApiKey]);
   // --no-sandbox: Chromium's sandbox refuses to run as root, as CI containers do.
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
   page = await browser.newPage();
@@ -32,7 +33,7 @@ after(async () => {
 async function greedyAnswer(maxTokens) {
   const response = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${kApiKey}` },
     body: JSON.stringify({
       messages: [{ role: 'user', content: kMessage }], temperature: 0, max_tokens: maxTokens,
     }),
@@ -41,12 +42,13 @@ async function greedyAnswer(maxTokens) {
   return (await response.json()).choices[0].message.content;
 }
 
-async function openPage() {
+async function openPage(apiKey = kApiKey) {
   await page.goto(`${server.url}/`);
   assert.equal(await page.title(), 'strata');
   // Settings live in a closed <details>; fill() needs them visible.
   await page.click('summary');
   await page.fill('#temperature', '0');
+  await page.fill('#api-key', apiKey);
 }
 
 async function runningRequests() {
@@ -66,6 +68,9 @@ test('a message streams the greedy answer and shows tokens/s', async () => {
   await openPage();
   await page.fill('#max-tokens', '40');
   await page.fill('#prompt', kMessage);
+  // The key typed above reaches /v1/models once its field loses focus.
+  await page.waitForFunction(() => document.getElementById('model').textContent !== '');
+  assert.equal(await page.textContent('#model'), 'stories260K');
   await page.click('#send');
   const assistant = page.locator('#messages .msg.assistant').last();
   await assistant.waitFor();
@@ -103,6 +108,15 @@ test('Stop ends a long generation and the server frees the request', async () =>
   await new Promise((resolve) => setTimeout(resolve, 500));
   assert.equal(await page.locator('#messages .msg.assistant').last().textContent(), stoppedText);
   assert.ok(await page.isEnabled('#send'));
+});
+
+test('a wrong API key is shown as the server 401', async () => {
+  await openPage('wrong-key');
+  await page.fill('#prompt', 'Hello');
+  await page.click('#send');
+  await page.waitForSelector('#stats[data-state="error"]', { timeout: 30_000 });
+  assert.match(await page.textContent('#error'), /^401 authentication_error: /);
+  assert.equal(await page.locator('#messages .msg').count(), 0, 'the failed exchange is removed');
 });
 
 test('an API error is shown with the server message', async () => {
