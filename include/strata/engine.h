@@ -65,6 +65,10 @@ struct OutputConstraint {
   // JSON Schema keywords the compiler cannot enforce fail the request unless this is set, in
   // which case they are dropped (the output is then only as strict as the rest of the schema).
   bool best_effort = false;
+  // Lazy constraint (tool calls with tool_choice "auto"): the output is free until one of these
+  // strings appears in it; from the trigger's first byte on it must match the grammar, which
+  // therefore starts with the trigger. Empty: the grammar holds from the first token.
+  std::vector<std::string> triggers;
 };
 
 struct GenerationRequest {

@@ -60,6 +60,7 @@ struct Engine::Impl {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<kv::KvCache> cache;
   std::unique_ptr<engine::Scheduler> scheduler;
+  std::unique_ptr<engine::ConstraintCompiler> constraints;
   std::list<engine::Sequence> sequences;  // stable addresses; the scheduler holds pointers
   uint64_t next_id = 1;
   std::vector<float> logits;  // [n_out][n_vocab] of the current step
@@ -86,6 +87,10 @@ struct Engine::Impl {
   // Appends a sampled token and reports it; finishes the sequence when a stop condition holds.
   void update(engine::Sequence& s, const sampling::SampledToken& sampled) {
     const TokenId token = sampled.id;
+    if (s.constraint) {
+      Status accepted = s.constraint->accept(token);
+      if (!accepted.ok()) return finish(s, FinishReason::kError, accepted.error().message);
+    }
     s.tokens.push_back(token);
     TokenEvent event;
     event.token = token;
@@ -103,6 +108,10 @@ struct Engine::Impl {
       event.text = std::move(out.text);
       stop_string = out.stopped;
       if (stop_string) event.finish = FinishReason::kStop;
+    }
+    // A grammar that is complete and allows nothing more ends the output, as an EOG would.
+    if (event.finish == FinishReason::kNone && s.constraint && s.constraint->terminated()) {
+      event.finish = FinishReason::kStop;
     }
     if (event.finish == FinishReason::kNone && s.tokens.size() >= s.max_length) {
       event.finish = FinishReason::kLength;
@@ -209,6 +218,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       impl->model->kv_shape(page), pages_per_seq * static_cast<size_t>(options.max_sequences),
       options.kv_f16 ? kv::KvPrecision::kF16 : kv::KvPrecision::kF32);
   impl->pool = std::make_unique<ThreadPool>(static_cast<size_t>(options.threads));
+  impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
       std::make_unique<engine::Scheduler>(*impl->cache, static_cast<size_t>(options.max_sequences),
                                           static_cast<size_t>(options.batch_tokens));
@@ -269,14 +279,20 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
                                                    std::to_string(im.options.max_waiting) +
                                                    "); retry later");
   }
-  if (request.constraint.kind != ConstraintKind::kNone) {
-    return make_error(ErrorCode::kUnsupported, "output constraints are not available yet");
-  }
   sampling::SamplingParams params = to_sampling_params(request.sampling);
   params.logprobs = request.logprobs || request.top_logprobs > 0;
   params.top_logprobs = request.top_logprobs;
   STRATA_RETURN_IF_ERROR(params.validate(im.n_vocab()));
   STRATA_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create(params));
+  engine::SequenceConstraint* constraint = nullptr;
+  if (request.constraint.kind != ConstraintKind::kNone) {
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::CompiledGrammar> grammar,
+                            im.constraints->compile(request.constraint));
+    auto owned = std::make_unique<engine::SequenceConstraint>(std::move(grammar),
+                                                              request.constraint.triggers);
+    constraint = owned.get();
+    sampler.add_processor(std::move(owned));  // last, after penalties and biases
+  }
 
   engine::Sequence& s = im.sequences.emplace_back();
   s.id = im.next_id++;
@@ -287,6 +303,7 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   s.sampler = std::make_unique<sampling::Sampler>(std::move(sampler));
   s.detokenizer = std::make_unique<tokenizer::StreamingDetokenizer>(*im.tokenizer);
   s.stop = std::make_unique<engine::StopMatcher>(request.stop);
+  s.constraint = constraint;
   s.on_token = std::move(on_token);
   im.scheduler->add(&s);
   return s.id;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/constraint.h"
 #include "engine/stop_matcher.h"
 #include "kv/kv_cache.h"
 #include "sampling/sampler.h"
@@ -24,6 +25,7 @@ struct Sequence {
   std::unique_ptr<sampling::Sampler> sampler;
   std::unique_ptr<tokenizer::StreamingDetokenizer> detokenizer;
   std::unique_ptr<StopMatcher> stop;
+  SequenceConstraint* constraint = nullptr;  // owned by the sampler's processor chain
   TokenCallback on_token;
 
   FinishReason finish = FinishReason::kNone;

@@ -1,0 +1,70 @@
+// OpenAI-style tool calls: which format a model's chat template teaches it, the output
+// constraint that makes its calls always parse, and the parser that turns a reply into calls.
+//
+// The formats of the major template families:
+//   kHermes   (Hermes 2 Pro, Qwen 2/2.5/3):  <tool_call>\n{"name": ..., "arguments":
+//   {...}}\n</tool_call> kLlama3   (Llama 3.1/3.2/3.3 JSON calls): {"name": ..., "parameters":
+//   {...}}
+//             (optionally after <|python_tag|>)
+//   kMistral  (Mistral Nemo, Small, Large): [TOOL_CALLS][{"name": ..., "arguments": {...}, "id":
+//   ...}] kGeneric  (templates that know no tools): {"tool_calls": [{"name": ..., "arguments":
+//   {...}}]}
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/engine.h"
+#include "strata/result.h"
+
+namespace strata {
+
+enum class ToolCallFormat { kGeneric, kHermes, kLlama3, kMistral };
+const char* tool_call_format_name(ToolCallFormat format);
+
+// The format a chat template's source (tokenizer.chat_template) uses for tool calls.
+ToolCallFormat detect_tool_call_format(std::string_view template_source);
+
+// True when the template renders the `tools` variable itself; otherwise the caller puts
+// tool_system_prompt() in front of the conversation so the model learns of the tools.
+bool template_renders_tools(std::string_view template_source);
+
+// OpenAI's tool_choice.
+enum class ToolChoiceMode { kNone, kAuto, kRequired, kFunction };
+struct ToolChoice {
+  ToolChoiceMode mode = ToolChoiceMode::kAuto;
+  std::string function;  // with kFunction
+};
+
+// A system message that lists the tools (OpenAI `tools` JSON array) and shows the call format.
+Result<std::string> tool_system_prompt(ToolCallFormat format, std::string_view tools_json);
+
+// The output constraint for a request with tools:
+//   kNone: none (kind kNone);
+//   kRequired / kFunction: the whole reply is one or more calls (one with kFunction or when
+//     parallel is false) whose names exist and whose arguments match the tool's `parameters`
+//     JSON Schema;
+//   kAuto: free text, until the reply starts a call (the format's trigger); from there on the
+//     call is constrained as above.
+// Fails (kInvalidArgument / kUnsupported, naming the tool) when the tools JSON is malformed,
+// a parameter schema cannot be compiled, or kFunction names no tool.
+Result<OutputConstraint> tool_call_constraint(ToolCallFormat format, std::string_view tools_json,
+                                              const ToolChoice& choice, bool parallel = true);
+
+struct ToolCall {
+  std::string id;  // from the reply when the format carries one (Mistral), else empty
+  std::string name;
+  std::string arguments;  // a JSON object as text
+};
+
+struct ParsedReply {
+  std::string content;  // text outside the calls, trimmed
+  std::vector<ToolCall> tool_calls;
+};
+
+// Splits a finished reply into text and calls. Text that only looks like a call (malformed
+// JSON, no name) stays content.
+ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view reply);
+
+}  // namespace strata

@@ -1,0 +1,163 @@
+// Constrained generation on stories260K: whatever the model prefers, the output is a sentence of
+// the grammar; lazy (triggered) constraints leave text before the trigger alone; a bad grammar
+// is refused at submit.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/engine.h"
+
+namespace strata {
+namespace {
+
+std::unique_ptr<Engine> make_engine() {
+  EngineOptions options;
+  options.model_path = "../shared/models/stories260K.gguf";
+  options.threads = 1;
+  options.max_sequences = 4;
+  Result<std::unique_ptr<Engine>> engine = Engine::create(options);
+  EXPECT_TRUE(engine.ok()) << engine.error().message;
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+struct Output {
+  std::string text;
+  FinishReason finish = FinishReason::kNone;
+  std::string error;
+};
+
+Output generate(Engine& engine, const GenerationRequest& r) {
+  Output out;
+  Result<GenerationStats> stats = engine.generate(r, [&](const TokenEvent& e) {
+    out.text += e.text;
+    if (e.finish != FinishReason::kNone) out.error = e.error;
+    return true;
+  });
+  EXPECT_TRUE(stats.ok());
+  if (stats.ok()) out.finish = stats->finish;
+  return out;
+}
+
+GenerationRequest request(Engine& engine, const std::string& prompt, float temperature,
+                          uint64_t seed = 1) {
+  GenerationRequest r;
+  r.prompt = engine.tokenize(prompt, true, false);
+  r.max_tokens = 200;
+  r.sampling.temperature = temperature;
+  r.sampling.seed = seed;
+  return r;
+}
+
+TEST(ConstraintTest, GrammarOverridesTheModelsPreference) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  // Greedy alone continues ", there was a little girl named Lily."
+  GenerationRequest r = request(*engine, "Once upon a time", 0);
+  r.constraint.kind = ConstraintKind::kGrammar;
+  r.constraint.text = R"(root ::= " the answer is " ("yes" | "no") ".")";
+  const Output out = generate(*engine, r);
+  EXPECT_TRUE(out.text == " the answer is yes." || out.text == " the answer is no.") << out.text;
+  EXPECT_EQ(out.finish, FinishReason::kStop);  // the grammar ended: nothing may follow
+}
+
+TEST(ConstraintTest, SampledOutputsAlwaysFitTheGrammar) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    GenerationRequest r = request(*engine, "Lily saw", 1.5f, seed);
+    r.sampling.top_k = 0;
+    r.sampling.top_p = 1;
+    r.sampling.min_p = 0;
+    r.constraint.kind = ConstraintKind::kGrammar;
+    r.constraint.text = "root ::= [0-9]{1,3} (\",\" [0-9]{1,3}){0,4}";
+    const Output out = generate(*engine, r);
+    ASSERT_FALSE(out.text.empty());
+    size_t digits = 0;
+    for (char c : out.text) {
+      if (c == ',') {
+        EXPECT_GT(digits, 0u) << out.text;
+        digits = 0;
+      } else {
+        EXPECT_TRUE(c >= '0' && c <= '9') << out.text;
+        EXPECT_LE(++digits, 3u) << out.text;
+      }
+    }
+  }
+}
+
+TEST(ConstraintTest, JsonObjectModeGivesParsableJson) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    GenerationRequest r = request(*engine, "Tom said", 1.0f, seed);
+    r.max_tokens = 400;
+    r.constraint.kind = ConstraintKind::kJsonObject;
+    const Output out = generate(*engine, r);
+    if (out.finish == FinishReason::kLength) continue;  // allowed to end early, never wrongly
+    EXPECT_TRUE(nlohmann::json::accept(out.text)) << out.text;
+    EXPECT_EQ(out.text.find_first_not_of(" \t\n"), out.text.find('{')) << out.text;
+  }
+}
+
+TEST(ConstraintTest, TriggeredGrammarLeavesTheTextBeforeItAlone) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  GenerationRequest r = request(*engine, "Once upon a time", 0);
+  r.constraint.kind = ConstraintKind::kGrammar;
+  r.constraint.text = R"(root ::= "little " ("cat" | "dog") " ran home.")";
+  r.constraint.triggers = {"little"};
+  const Output out = generate(*engine, r);
+  // Free greedy text up to the trigger, then the grammar.
+  const std::string free_part = ", there was a ";
+  ASSERT_EQ(out.text.substr(0, free_part.size()), free_part) << out.text;
+  const std::string rest = out.text.substr(free_part.size());
+  EXPECT_TRUE(rest == "little cat ran home." || rest == "little dog ran home.") << out.text;
+  EXPECT_EQ(out.finish, FinishReason::kStop);
+}
+
+TEST(ConstraintTest, BadGrammarsAreRefusedAtSubmit) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  GenerationRequest r = request(*engine, "Once", 0);
+  r.constraint.kind = ConstraintKind::kGrammar;
+  for (const char* bad :
+       {"root ::= undefined-rule", "root ::= root \"a\"", "root ::= \"a", "not a grammar"}) {
+    r.constraint.text = bad;
+    Result<uint64_t> id = engine->submit(r, {});
+    ASSERT_FALSE(id.ok()) << bad;
+    EXPECT_FALSE(id.error().message.empty());
+  }
+  r.constraint.kind = ConstraintKind::kJsonSchema;
+  r.constraint.text = R"({"type": "object", "properties": {"a": {"not": {"type": "string"}}}})";
+  Result<uint64_t> id = engine->submit(r, {});
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.error().message.find("not"), std::string::npos) << id.error().message;
+  EXPECT_FALSE(engine->has_work());
+}
+
+TEST(ConstraintTest, SchemaConstrainedOutputsHaveTheRequiredShape) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  const char* schema = R"({"type": "object",
+      "properties": {"name": {"type": "string", "maxLength": 8},
+                     "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                     "pet": {"enum": ["cat", "dog"]}},
+      "required": ["name", "age", "pet"], "additionalProperties": false})";
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    GenerationRequest r = request(*engine, "The girl", 1.0f, seed);
+    r.constraint.kind = ConstraintKind::kJsonSchema;
+    r.constraint.text = schema;
+    const Output out = generate(*engine, r);
+    if (out.finish == FinishReason::kLength) continue;
+    const nlohmann::json j = nlohmann::json::parse(out.text, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << out.text;
+    ASSERT_EQ(j.size(), 3u) << out.text;
+    EXPECT_LE(j["name"].get<std::string>().size(), 8u);
+    EXPECT_GE(j["age"].get<int>(), 0);
+    EXPECT_LE(j["age"].get<int>(), 120);
+    EXPECT_TRUE(j["pet"] == "cat" || j["pet"] == "dog") << out.text;
+  }
+}
+
+}  // namespace
+}  // namespace strata
