@@ -1,8 +1,10 @@
 // strata run: stream a continuation of a prompt.
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <random>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -18,7 +20,33 @@ struct RunFlags {
   std::optional<uint64_t> seed;
   bool ids = false;
   bool ignore_eos = false;
+  std::string grammar_file;      // GBNF
+  std::string json_schema_file;  // JSON Schema
+  bool json = false;             // any JSON object
 };
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kNotFound, "cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// --grammar / --json-schema / --json as the request's output constraint.
+Result<OutputConstraint> constraint_from_flags(const RunFlags& f) {
+  OutputConstraint c;
+  if (!f.grammar_file.empty()) {
+    c.kind = ConstraintKind::kGrammar;
+    STRATA_ASSIGN_OR_RETURN(c.text, read_file(f.grammar_file));
+  } else if (!f.json_schema_file.empty()) {
+    c.kind = ConstraintKind::kJsonSchema;
+    STRATA_ASSIGN_OR_RETURN(c.text, read_file(f.json_schema_file));
+  } else if (f.json) {
+    c.kind = ConstraintKind::kJsonObject;
+  }
+  return c;
+}
 
 int run(const RunFlags& f) {
   int code = kExitOk;
@@ -26,6 +54,9 @@ int run(const RunFlags& f) {
   if (!engine) return code;
 
   GenerationRequest request;
+  Result<OutputConstraint> constraint = constraint_from_flags(f);
+  if (!constraint.ok()) return report(constraint.error());
+  request.constraint = std::move(constraint).value();
   request.prompt = engine->tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
   request.max_tokens = f.n_predict;
   request.sampling = f.sampling;
@@ -82,6 +113,15 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--seed", f->seed, "sampling seed (default: random, printed on stderr)");
   sub->add_flag("--ids", f->ids, "print the generated token ids instead of text");
   sub->add_flag("--ignore-eos", f->ignore_eos, "keep generating past end-of-generation tokens");
+  CLI::Option* grammar =
+      sub->add_option("--grammar", f->grammar_file, "constrain the output to a GBNF grammar file")
+          ->check(CLI::ExistingFile);
+  CLI::Option* schema = sub->add_option("--json-schema", f->json_schema_file,
+                                        "constrain the output to JSON valid under a schema file")
+                            ->check(CLI::ExistingFile);
+  CLI::Option* json = sub->add_flag("--json", f->json, "constrain the output to a JSON object");
+  grammar->excludes(schema)->excludes(json);
+  schema->excludes(json);
   return {sub, [f] { return run(*f); }};
 }
 
