@@ -104,6 +104,8 @@ describe('malformed requests get 400', () => {
   const badValues = [
     ['max_tokens', { max_tokens: 1e300 }],
     ['max_tokens', { max_tokens: -5 }],
+    ['max_tokens', { max_tokens: 0 }],
+    ['n', { n: 1e300 }],
     ['n', { n: 0 }],
     ['temperature', { temperature: -1 }],
   ];

@@ -288,3 +288,28 @@ describe('errors through the client', () => {
     assert.ok(server.alive());
   });
 });
+
+describe('timeout', () => {
+  test('a stream past --timeout ends with an error the client raises, not silence', async () => {
+    const slow = await startServer(['--timeout', '0.2']);
+    try {
+      const plain = new OpenAI({ baseURL: `${slow.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      // 1800 greedy tokens take seconds on stories260K; the server cuts the stream at 0.2 s.
+      const stream = await plain.chat.completions.create({
+        model, messages: kMessages, max_tokens: 1800, temperature: 0, stream: true,
+      });
+      let text = '';
+      const read = async () => {
+        for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+      };
+      await assert.rejects(read(), (error) => {
+        assert.ok(error instanceof OpenAI.APIError, error.constructor.name);
+        assert.match(error.message, /timeout/);
+        return true;
+      });
+      assert.ok(slow.alive());
+    } finally {
+      await slow.stop();
+    }
+  });
+});
