@@ -38,6 +38,7 @@ constexpr size_t kElementsPerChunk = 1 << 16;
 // One row in `type`; importance (null or one weight per element) steers the scale search.
 void encode_row(DType type, const float* x, uint8_t* out, size_t n, const float* importance) {
   if (ref::is_k_quant(type)) return ref::quantize_row_k_ref(type, x, out, n, importance);
+  if (type == DType::kQ8_0) return ref::quantize_row_q8_0_stored_scale(x, out, n);
   if (importance != nullptr && ref::can_quantize_weighted(type)) {
     return ref::quantize_row_weighted_ref(type, x, out, n, importance);
   }

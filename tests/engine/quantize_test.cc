@@ -13,6 +13,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,11 +50,11 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::unique_ptr<Engine> load(const std::string& path) {
+std::unique_ptr<Engine> load(const std::string& path, uint32_t context = 256) {
   EngineOptions options;
   options.model_path = path;
   options.threads = 2;
-  options.context = 256;
+  options.context = context;
   Result<std::unique_ptr<Engine>> engine = Engine::create(options);
   EXPECT_TRUE(engine.ok()) << engine.error().message;
   return engine.ok() ? std::move(engine).value() : nullptr;
@@ -498,6 +499,45 @@ TEST(QuantizeStoriesTest, EachTypeKeepsTheGreedyPredictionsOfF32) {
     EXPECT_GE(agreement, min) << type;
     std::printf("%s: greedy argmax agreement with F32 %.3f over %zu positions\n", type.c_str(),
                 agreement, tokens.size());
+  }
+}
+
+// Teacher-forced top-1 agreement with F32 over llama.cpp's reference cases: each prompt plus its
+// 64 greedily generated tokens is evaluated in one pass, and the argmax compared at every
+// position.
+TEST(QuantizeStoriesTest, TeacherForcedAgreementOnTheReferenceCases) {
+  std::vector<std::vector<TokenId>> cases;
+  for (const char* name : {"once_upon_a_time", "the_little_dog", "empty", "long_200"}) {
+    std::ifstream in(std::string("../shared/models/reference/") + name + ".json");
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << name;
+    std::vector<TokenId> tokens = j["prompt_tokens_with_bos"].get<std::vector<TokenId>>();
+    for (TokenId t : j["generated_token_ids"].get<std::vector<TokenId>>()) tokens.push_back(t);
+    cases.push_back(std::move(tokens));
+  }
+  std::unique_ptr<Engine> f32 = load(kStories, 512);
+  ASSERT_TRUE(f32);
+  std::vector<std::vector<float>> want;
+  for (const std::vector<TokenId>& tokens : cases) {
+    Result<std::vector<float>> logits = f32->evaluate(tokens, true);
+    ASSERT_TRUE(logits.ok()) << logits.error().message;
+    want.push_back(std::move(logits).value());
+  }
+  for (const auto& [type, min] : std::map<std::string, double>{{"Q8_0", 0.99}, {"Q4_K_M", 0.90}}) {
+    TempFile out("stories_forced_" + type + ".gguf");
+    ASSERT_TRUE(quantize(kStories, out.path(), type).ok()) << type;
+    std::unique_ptr<Engine> q = load(out.path(), 512);
+    ASSERT_TRUE(q);
+    double same = 0, positions = 0;
+    for (size_t c = 0; c < cases.size(); ++c) {
+      Result<std::vector<float>> got = q->evaluate(cases[c], true);
+      ASSERT_TRUE(got.ok()) << got.error().message;
+      same += argmax_agreement(want[c], *got, q->model().n_vocab) * cases[c].size();
+      positions += cases[c].size();
+    }
+    std::printf("%s: teacher-forced top-1 agreement with F32 %.4f over %.0f positions\n",
+                type.c_str(), same / positions, positions);
+    EXPECT_GE(same / positions, min) << type;
   }
 }
 

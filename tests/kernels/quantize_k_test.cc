@@ -248,6 +248,20 @@ TEST(QuantizeKTest, ImportanceWeightsLowerTheWeightedError) {
   }
 }
 
+TEST(QuantizeKTest, Q8_0AgainstTheStoredScaleIsNoWorseThanAgainstTheExactOne) {
+  for (const std::vector<float>& data :
+       {gaussian(kCols * kRows, 8), heavy_tailed(kCols * kRows, 9)}) {
+    const Errors exact = round_trip(DType::kQ8_0, data, {}, [&](const float* x, uint8_t* out) {
+      quantize_row_ref(DType::kQ8_0, x, out, kCols);
+    });
+    const Errors stored = round_trip(DType::kQ8_0, data, {}, [&](const float* x, uint8_t* out) {
+      quantize_row_q8_0_stored_scale(x, out, kCols);
+    });
+    EXPECT_LE(stored.relative(), exact.relative());
+    EXPECT_LT(stored.relative(), 0.01);
+  }
+}
+
 TEST(QuantizeKTest, ZeroTinyAndOneHotBlocksStayFinite) {
   std::vector<float> rows[4] = {std::vector<float>(256, 0.0f), std::vector<float>(256, 1e-30f),
                                 std::vector<float>(256, 0.0f), std::vector<float>(256, -3.0f)};

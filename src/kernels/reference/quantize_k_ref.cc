@@ -640,4 +640,20 @@ void quantize_row_weighted_ref(DType type, const float* src, void* dst, size_t n
   }
 }
 
+void quantize_row_q8_0_stored_scale(const float* src, void* dst, size_t n) {
+  assert(n % kQK32 == 0);
+  BlockQ8_0* blocks = static_cast<BlockQ8_0*>(dst);
+  for (size_t b = 0; b < n / kQK32; ++b) {
+    const float* x = src + b * kQK32;
+    float amax = 0;
+    for (size_t j = 0; j < kQK32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    blocks[b].d = fp32_to_fp16(amax / 127);
+    const float d = fp16_to_fp32(blocks[b].d);
+    const float inv = d != 0 ? 1 / d : 0;
+    for (size_t j = 0; j < kQK32; ++j) {
+      blocks[b].qs[j] = static_cast<int8_t>(std::clamp(round_nearest(x[j] * inv), -128, 127));
+    }
+  }
+}
+
 }  // namespace strata::kernels::reference

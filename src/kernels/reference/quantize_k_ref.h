@@ -36,4 +36,9 @@ bool can_quantize_weighted(DType type);
 void quantize_row_weighted_ref(DType type, const float* src, void* dst, size_t n,
                                const float* importance);
 
+// Q8_0 rounded against the scale as stored (f16), not the exact amax / 127 that
+// quantize_row_ref's community-compatible version rounds against: the quants then match the
+// scale the dequantizer uses, which lowers the error slightly. n must be a multiple of 32.
+void quantize_row_q8_0_stored_scale(const float* src, void* dst, size_t n);
+
 }  // namespace strata::kernels::reference
