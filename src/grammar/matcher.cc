@@ -55,7 +55,8 @@ void GrammarMatcher::rollback(size_t n_tokens) {
   history_.resize(history_.size() - n_tokens);
   history_pool_size_.resize(history_.size());
   pool_.truncate(history_pool_size_.back());
-  memo_valid_ = false;  // its state may hold dropped nodes
+  memo_valid_ = false;      // its state may hold dropped nodes
+  leftover_cache_.clear();  // node ids above the pool size will be reused
 }
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
@@ -96,30 +97,44 @@ void GrammarMatcher::compute_mask(const StackSet& state, std::span<uint32_t> wor
   for (uint32_t top : state.tops) {
     const PositionTokens& t = compiled_->tokens_at(pool_[top].pos);
     if (t.uncertain.empty()) continue;
-    const size_t mark = pool_.size();
-    advancer_.pop_frame(top, &below_);
-    leftover_ok_.assign(t.leftovers.size(), 0);
-    if (!below_.tops.empty()) {
-      if (leftover_indices_.size() < t.leftovers.size()) {
-        const size_t old = leftover_indices_.size();
-        leftover_indices_.resize(t.leftovers.size());
-        std::iota(leftover_indices_.begin() + static_cast<std::ptrdiff_t>(old),
-                  leftover_indices_.end(), static_cast<uint32_t>(old));
-      }
-      walk_strings(
-          std::span<const uint32_t>(leftover_indices_).first(t.leftovers.size()),
-          [&](uint32_t k) { return std::string_view(t.leftovers[k]); }, t.max_leftover_length,
-          advancer_, below_, nullptr, walk_scratch_,
-          [&](uint32_t k, bool ok, size_t) { leftover_ok_[k] = ok; });
-    }
-    pool_.truncate(mark);
+    const std::vector<uint8_t>& ok = leftovers_accepted(top, t);
     for (const auto& [leftover, id] : t.uncertain) {
-      if (leftover_ok_[leftover]) set_bit(id);
+      if (ok[leftover]) set_bit(id);
     }
   }
   if (state.can_end) {
     for (int32_t id : vocab.eog_ids()) set_bit(id);
   }
+}
+
+// Which leftovers of the top's position the stacks below the top accept. Cached per (position,
+// parent node): sibling values in an array or object sit on the same parent node.
+const std::vector<uint8_t>& GrammarMatcher::leftovers_accepted(uint32_t top,
+                                                               const PositionTokens& t) {
+  const StackNode node = pool_[top];
+  const uint64_t key = uint64_t{node.pos} << 32 | node.parent;
+  auto it = leftover_cache_.find(key);
+  if (it != leftover_cache_.end()) return it->second;
+  if (leftover_cache_.size() >= kMaxLeftoverCache || !reuse_masks_) leftover_cache_.clear();
+  std::vector<uint8_t>& ok = leftover_cache_[key];
+  ok.assign(t.leftovers.size(), 0);
+  const size_t mark = pool_.size();
+  advancer_.pop_frame(top, &below_);
+  if (!below_.tops.empty()) {
+    if (leftover_indices_.size() < t.leftovers.size()) {
+      const size_t old = leftover_indices_.size();
+      leftover_indices_.resize(t.leftovers.size());
+      std::iota(leftover_indices_.begin() + static_cast<std::ptrdiff_t>(old),
+                leftover_indices_.end(), static_cast<uint32_t>(old));
+    }
+    walk_strings(
+        std::span<const uint32_t>(leftover_indices_).first(t.leftovers.size()),
+        [&](uint32_t k) { return std::string_view(t.leftovers[k]); }, t.max_leftover_length,
+        advancer_, below_, nullptr, walk_scratch_,
+        [&](uint32_t k, bool accepted, size_t) { ok[k] = accepted; });
+  }
+  pool_.truncate(mark);
+  return ok;
 }
 
 std::string GrammarMatcher::expected_bytes() const {

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
@@ -36,7 +37,8 @@ class GrammarMatcher {
   size_t n_accepted_tokens() const { return history_.size() - 1; }
   // Live parse stacks (more than one where the grammar is ambiguous so far).
   size_t n_stacks() const { return history_.back().tops.size(); }
-  // Masks are reused while the state repeats (on by default); off, every mask is computed.
+  // Masks are reused while the state repeats, and stack-dependent token checks while their
+  // stack repeats (on by default); off, every mask is computed from the cached sets alone.
   void set_reuse_masks(bool reuse) { reuse_masks_ = reuse; }
   // The bytes that may come next, as a GBNF-style class ("[a-z\x22]"), for error messages.
   std::string expected_bytes() const;
@@ -44,6 +46,7 @@ class GrammarMatcher {
  private:
   bool advance_bytes(std::string_view bytes, StackSet* out);
   void compute_mask(const StackSet& state, std::span<uint32_t> words);
+  const std::vector<uint8_t>& leftovers_accepted(uint32_t top, const PositionTokens& t);
 
   std::shared_ptr<const CompiledGrammar> compiled_;
   StackPool pool_;
@@ -56,7 +59,8 @@ class GrammarMatcher {
   std::vector<uint32_t> positions_;
   StackSet below_;
   std::vector<uint32_t> leftover_indices_;  // 0, 1, 2, ...
-  std::vector<uint8_t> leftover_ok_;
+  static constexpr size_t kMaxLeftoverCache = 1024;
+  std::unordered_map<uint64_t, std::vector<uint8_t>> leftover_cache_;
   // The last mask, for the state it was computed for (masks depend only on the state, which
   // repeats while generating inside a string or a long repetition).
   StackSet memo_state_;
