@@ -1,0 +1,34 @@
+// The inner loop of attention: one query head folded, position by position, into an online
+// softmax over rows of keys and values (one page of the KV cache at a time).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+namespace strata::kernels {
+
+// The running state of one online softmax (Milakov & Gimelshein; FlashAttention): maximum m,
+// sum of exp(s - m); the accumulator acc of exp(s - m) * V[t] is the caller's [head_dim] array.
+struct OnlineSoftmax {
+  float m = -std::numeric_limits<float>::infinity();
+  float sum = 0.0f;
+  bool f16_accumulator = true;  // cleared once acc nears the f16 range
+};
+
+// Largest magnitude an f16 accumulator may reach before it would round to infinity.
+inline constexpr float kF16AccumulatorLimit = 60000.0f;
+
+// Folds positions [0, n) of keys/values ([n][head_dim] each) into (st, acc), in order:
+// s = scale * q·k (products summed in double, so the sum does not depend on the order), and when
+// s raises the maximum acc is rescaled by exp(m_old - s), else V[t] is weighed by exp(s - m).
+//
+// f16 rows are read the way the reference CPU engine reads an f16 KV cache: q must already be
+// rounded to f16 values, and acc is rounded to f16 after every update until it nears the f16
+// range (then it continues in f32 rather than overflowing).
+void attend_rows_f16(const uint16_t* keys, const uint16_t* values, size_t n, size_t head_dim,
+                     const float* q, float scale, OnlineSoftmax& st, float* acc);
+void attend_rows_f32(const float* keys, const float* values, size_t n, size_t head_dim,
+                     const float* q, float scale, OnlineSoftmax& st, float* acc);
+
+}  // namespace strata::kernels
