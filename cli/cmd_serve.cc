@@ -39,6 +39,8 @@ int serve(ServeFlags f) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A client that hangs up mid-write must fail that write, not kill the server.
+  signal(SIGPIPE, SIG_IGN);
 
   server::Metrics metrics(f.metrics_window_s);
   server::WorkerOptions worker_options;
@@ -68,8 +70,8 @@ int serve(ServeFlags f) {
                f.http.model_id.c_str(), m.architecture.c_str(), m.context, f.parallel, f.max_queue);
   std::fprintf(stderr, "listening on http://%s:%d\n", f.http.host.c_str(), http.port());
 
-  int signal = 0;
-  sigwait(&signals, &signal);
+  int received = 0;
+  sigwait(&signals, &received);
   std::fprintf(stderr, "shutting down: finishing %zu requests (signal again to cancel them)\n",
                http.in_flight());
   http.begin_drain();

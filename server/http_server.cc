@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -37,6 +38,8 @@ void send(httplib::Response& res, const HttpError& e) {
   res.set_content(e.body, "application/json");
 }
 
+constexpr int kListenBacklog = 1024;
+
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
@@ -54,6 +57,13 @@ HttpServer::HttpServer(ServerOptions options, EngineWorker& worker, Metrics& met
                                                    : std::min<size_t>(expected_streams + 32, 1024);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // httplib's own options (SO_REUSEADDR) plus noting the socket, whose listen backlog bind()
+  // raises.
+  http_->set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket_ = sock;
+  });
   install_routes();
 }
 
@@ -69,6 +79,9 @@ Status HttpServer::bind() {
                                           " (in use, or not an address of this machine)");
   }
   port_ = port;
+  // httplib listens with a backlog of 5: a burst of clients connecting at once would overflow
+  // it and see stalled or reset connections instead of a quick answer (a 503 at worst).
+  if (listen_socket_ >= 0) ::listen(listen_socket_, kListenBacklog);
   return ok_status();
 }
 

@@ -63,6 +63,7 @@ class HttpServer {
   Result<ChatTemplateSource> chat_template_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
+  int listen_socket_ = -1;
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
 };

@@ -41,8 +41,10 @@ class Fields {
     const json* v = find(name);
     if (!v) return;
     if (!v->is_number_integer()) return fail(field_error(name, "must be an integer"));
+    // Non-negative integers parse as unsigned; above INT64_MAX they fit no field here.
     const bool in_range = v->is_number_unsigned()
-                              ? v->get<uint64_t>() <= static_cast<uint64_t>(hi)
+                              ? v->get<uint64_t>() <= static_cast<uint64_t>(hi) &&
+                                    static_cast<int64_t>(v->get<uint64_t>()) >= lo
                               : v->get<int64_t>() >= lo && v->get<int64_t>() <= hi;
     if (!in_range) {
       return fail(field_error(
