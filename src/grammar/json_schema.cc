@@ -10,11 +10,6 @@
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf.h"
 
-// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
 namespace strata::grammar {
 namespace json_schema_detail {
 namespace {
@@ -102,6 +97,37 @@ bool value_has_type(const Json& value, const std::string& type) {
            (value.is_number_float() && std::floor(value.get<double>()) == value.get<double>());
   }
   return false;
+}
+
+}  // namespace
+
+namespace {
+
+// The rule names a GBNF rule body mentions (words outside literals and classes).
+std::vector<std::string> rule_references(const std::string& body) {
+  std::vector<std::string> words;
+  for (size_t i = 0; i < body.size();) {
+    const char c = body[i];
+    if (c == '"' || c == '[') {
+      const char close = c == '"' ? '"' : ']';
+      for (++i; i < body.size() && body[i] != close; ++i) {
+        if (body[i] == '\\') ++i;
+      }
+      ++i;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '-') {
+      const size_t start = i;
+      while (i < body.size() &&
+             (std::isalnum(static_cast<unsigned char>(body[i])) || body[i] == '-')) {
+        ++i;
+      }
+      words.push_back(body.substr(start, i - start));
+    } else if (c == '{') {
+      while (i < body.size() && body[i] != '}') ++i;  // a repetition count, not a name
+    } else {
+      ++i;
+    }
+  }
+  return words;
 }
 
 }  // namespace
@@ -231,8 +257,34 @@ Result<std::string> Converter::run() {
     return make_error(ErrorCode::kInvalidArgument, "a JSON Schema is an object or a boolean");
   }
   STRATA_ASSIGN_OR_RETURN(std::string root, visit(root_, "#"));
+  // Only the rules root reaches: a branch that failed (and was left out) may have written
+  // rules that refer to its unwritten one.
+  std::vector<bool> reached(rules_.size(), false);
+  std::vector<size_t> pending;
+  const auto reach = [&](const std::string& body) {
+    for (const std::string& word : rule_references(body)) {
+      auto it = rule_index_.find(word);
+      if (it != rule_index_.end() && !reached[it->second]) {
+        reached[it->second] = true;
+        pending.push_back(it->second);
+      }
+    }
+  };
+  reach(root);
+  while (!pending.empty()) {
+    const size_t i = pending.back();
+    pending.pop_back();
+    reach(rules_[i].second);
+  }
   std::string out = "root ::= " + root + "\n";
-  for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    if (!reached[i]) continue;
+    if (rules_[i].second.empty()) {
+      return make_error(ErrorCode::kInternal,
+                        "JSON Schema converter left rule " + rules_[i].first + " unwritten");
+    }
+    out += rules_[i].first + " ::= " + rules_[i].second + "\n";
+  }
   return out;
 }
 
@@ -258,11 +310,15 @@ Result<std::string> Converter::visit(const Json& schema, const std::string& path
   }
   const size_t slash = path.rfind('/');
   const std::string name = new_rule(path == "#" ? "root" : path.substr(slash + 1));
-  memo_.emplace(std::move(key), name);
+  memo_.emplace(key, name);
   ++depth_;
   auto body = visit_body(schema, path);
   --depth_;
-  if (!body.ok()) return body.error();
+  if (!body.ok()) {
+    // The rule stays unwritten; run() leaves out rules that root cannot reach.
+    memo_.erase(key);
+    return body.error();
+  }
   set_rule(name, std::move(body).value());
   return name;
 }
@@ -301,23 +357,45 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
     Json rest = schema;
     rest.erase(combinator);
     const bool distribute = has_validation_keywords(rest);
-    std::vector<std::string> alternatives;
     const Json& branches = schema[combinator];
+    std::vector<Json> effective;
+    std::vector<std::string> alternatives;
+    std::optional<Error> first_error;
     for (size_t i = 0; i < branches.size(); ++i) {
       const std::string branch_path = path + "/" + combinator + "/" + std::to_string(i);
       if (branches[i].is_boolean() && !branches[i].get<bool>()) continue;
-      if (distribute) {
-        STRATA_ASSIGN_OR_RETURN(Json merged, merge(rest, branches[i], branch_path));
-        STRATA_ASSIGN_OR_RETURN(std::string alt, visit(merged, branch_path));
-        alternatives.push_back(alt);
-      } else {
-        STRATA_ASSIGN_OR_RETURN(std::string alt, visit(branches[i], branch_path));
-        alternatives.push_back(alt);
+      auto branch =
+          distribute ? merge(rest, branches[i], branch_path) : inline_ref(branches[i], branch_path);
+      auto alt = branch.ok() ? visit(*branch, branch_path) : Result<std::string>(branch.error());
+      if (!alt.ok()) {
+        // A contradictory branch (kInvalidArgument) admits no value: leave it out.
+        if (alt.error().code != ErrorCode::kInvalidArgument) return alt.error();
+        if (!first_error) first_error = alt.error();
+        continue;
       }
+      effective.push_back(std::move(branch).value());
+      alternatives.push_back(std::move(alt).value());
     }
     if (alternatives.empty()) {
+      if (first_error) return *first_error;
       return make_error(ErrorCode::kInvalidArgument,
                         combinator + std::string(" at ") + path + " has no satisfiable branch");
+    }
+    if (std::string(combinator) == "oneOf") {
+      // The grammar accepts a value matching any branch; oneOf rejects one matching two, so
+      // the branches must be provably disjoint.
+      for (size_t i = 0; i < effective.size(); ++i) {
+        for (size_t j = i + 1; j < effective.size(); ++j) {
+          STRATA_ASSIGN_OR_RETURN(bool apart, disjoint(effective[i], effective[j], path, 0));
+          if (!apart) {
+            STRATA_RETURN_IF_ERROR(unenforceable("'oneOf' whose branches " + std::to_string(i) +
+                                                     " and " + std::to_string(j) +
+                                                     " can both match",
+                                                 path));
+            i = j = effective.size();
+          }
+        }
+      }
     }
     return join_alternatives(alternatives);
   }
@@ -345,14 +423,120 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
     return join_alternatives(alternatives);
   }
   std::vector<std::string> alternatives;
+  std::optional<Error> first_error;
   for (const std::string& type : types) {
-    STRATA_ASSIGN_OR_RETURN(std::string alt, visit_type(schema, type, path));
-    alternatives.push_back(alt);
+    auto alt = visit_type(schema, type, path);
+    if (!alt.ok()) {
+      // A type whose keywords contradict each other admits no value: leave it out.
+      if (alt.error().code != ErrorCode::kInvalidArgument) return alt.error();
+      if (!first_error) first_error = alt.error();
+      continue;
+    }
+    alternatives.push_back(std::move(alt).value());
   }
   if (alternatives.empty()) {
+    if (first_error) return *first_error;
     return make_error(ErrorCode::kInvalidArgument, "'type' at " + path + " names no type");
   }
   return join_alternatives(alternatives);
+}
+
+namespace {
+
+// The types a schema admits, as far as its own keywords say ("integer" inside "number").
+std::set<std::string> possible_types(const Json& schema) {
+  std::set<std::string> types;
+  const Json* values = nullptr;
+  Json single;
+  if (schema.is_object() && schema.contains("const")) {
+    single = Json::array({schema["const"]});
+    values = &single;
+  } else if (schema.is_object() && schema.contains("enum") && schema["enum"].is_array()) {
+    values = &schema["enum"];
+  }
+  std::vector<std::string> declared = schema.is_object() ? type_list(schema) : kAllTypes;
+  if (std::count(declared.begin(), declared.end(), "number")) declared.push_back("integer");
+  if (values) {
+    for (const Json& v : *values) {
+      for (const std::string& t : declared) {
+        if (value_has_type(v, t))
+          types.insert(t == "number" && value_has_type(v, "integer") ? "integer" : t);
+      }
+    }
+    return types;
+  }
+  return {declared.begin(), declared.end()};
+}
+
+bool types_overlap(const std::set<std::string>& a, const std::set<std::string>& b) {
+  for (const std::string& t : a) {
+    if (b.count(t) || (t == "number" && b.count("integer")) ||
+        (t == "integer" && b.count("number"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> required_names(const Json& schema) {
+  std::vector<std::string> names;
+  if (schema.contains("required") && schema["required"].is_array()) {
+    for (const Json& n : schema["required"]) {
+      if (n.is_string()) names.push_back(n.get<std::string>());
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+Result<bool> Converter::disjoint(const Json& a_in, const Json& b_in, const std::string& path,
+                                 int depth) {
+  if (depth > 6) return false;
+  STRATA_ASSIGN_OR_RETURN(Json a, inline_ref(a_in, path));
+  STRATA_ASSIGN_OR_RETURN(Json b, inline_ref(b_in, path));
+  if (!a.is_object() || !b.is_object()) return false;
+  const std::set<std::string> types_a = possible_types(a), types_b = possible_types(b);
+  if (!types_overlap(types_a, types_b)) return true;
+  const auto values = [](const Json& s) -> std::optional<Json> {
+    if (s.contains("const")) return Json::array({s["const"]});
+    if (s.contains("enum") && s["enum"].is_array()) return s["enum"];
+    return std::nullopt;
+  };
+  const auto values_a = values(a), values_b = values(b);
+  if (values_a && values_b) {
+    for (const Json& x : *values_a) {
+      if (std::find(values_b->begin(), values_b->end(), x) != values_b->end()) return false;
+    }
+    return true;
+  }
+  // Objects only: a property one side requires and the other cannot hold.
+  for (const std::string& t : types_a) {
+    if (t != "object" && types_b.count(t)) return false;
+  }
+  for (int side = 0; side < 2; ++side) {
+    const Json& x = side == 0 ? a : b;
+    const Json& y = side == 0 ? b : a;
+    for (const std::string& name : required_names(x)) {
+      const bool y_declares =
+          y.contains("properties") && y["properties"].is_object() && y["properties"].contains(name);
+      if (!y_declares) {
+        const bool y_closed = y.contains("additionalProperties") &&
+                              y["additionalProperties"] == Json(false) &&
+                              !y.contains("patternProperties");
+        if (y_closed) return true;
+        continue;
+      }
+      const Json x_value =
+          x.contains("properties") && x["properties"].is_object() && x["properties"].contains(name)
+              ? x["properties"][name]
+              : Json::object();
+      STRATA_ASSIGN_OR_RETURN(bool apart,
+                              disjoint(x_value, y["properties"][name], path, depth + 1));
+      if (apart) return true;
+    }
+  }
+  return false;
 }
 
 Result<std::string> Converter::visit_type(const Json& schema, const std::string& type,

@@ -11,11 +11,6 @@
 #include "grammar/json_schema_converter.h"
 #include "grammar/regex_to_gbnf.h"
 
-// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
 namespace strata::grammar::json_schema_detail {
 namespace {
 
@@ -222,7 +217,29 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
     STRATA_ASSIGN_OR_RETURN(std::string value, visit(sub, path + "/patternProperties"));
     extras.push_back("\"\\\"\" " + *key + " \"\\\"\" " + base("ws") + " \":\" ws " + value);
   }
-  const bool additional_allowed = !(additional.is_boolean() && !additional.get<bool>());
+  // Patterns that every key matches (".*", "^.*$", "^[a-z]*"): no key is additional, each must
+  // satisfy all of them.
+  bool all_keys_match_patterns = !patterns.empty();
+  Json all_patterns = Json::array();
+  for (const auto& [pattern, sub] : patterns.items()) {
+    all_patterns.push_back(sub);
+    for (const char* probe : {"", "a", "Zz_9", "x-y.z", "a b", "$ref", "\u00e9t\u00e9"}) {
+      std::optional<bool> match = regex_search(pattern, probe);
+      if (!match || !*match) all_keys_match_patterns = false;
+    }
+  }
+  if (all_keys_match_patterns) {
+    extras.clear();
+    const Json value_schema =
+        all_patterns.size() == 1 ? all_patterns[0] : Json{{"allOf", all_patterns}};
+    if (!(value_schema.is_boolean() && !value_schema.get<bool>())) {
+      STRATA_ASSIGN_OR_RETURN(std::string key, key_not_in(declared_names, path));
+      STRATA_ASSIGN_OR_RETURN(std::string value, visit(value_schema, path + "/patternProperties"));
+      extras.push_back(key + " " + base("ws") + " \":\" ws " + value);
+    }
+  }
+  const bool additional_allowed =
+      !all_keys_match_patterns && !(additional.is_boolean() && !additional.get<bool>());
   if (additional_allowed) {
     bool patterns_restrict = false;
     for (const auto& [pattern, sub] : patterns.items()) {
@@ -243,9 +260,15 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
   // minProperties / maxProperties only where the shape already implies them.
   const size_t n_required =
       std::count_if(members.begin(), members.end(), [](const Member& m) { return m.required; });
+  // minProperties 1 with nothing required: the chain below may not end empty.
+  bool need_one = false;
   if (schema.contains("minProperties") && schema["minProperties"].is_number() &&
       schema["minProperties"].get<double>() > static_cast<double>(n_required)) {
-    STRATA_RETURN_IF_ERROR(unenforceable("'minProperties'", path));
+    if (n_required == 0 && schema["minProperties"].get<double>() <= 1) {
+      need_one = true;
+    } else {
+      STRATA_RETURN_IF_ERROR(unenforceable("'minProperties'", path));
+    }
   }
   if (schema.contains("maxProperties") && schema["maxProperties"].is_number() &&
       (!extras.empty() ||
@@ -269,7 +292,18 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
   // first[i]: members i.. when none was written yet.
   const size_t n = members.size();
   std::string after = extra.empty() ? "" : "(\",\" " + ws + " " + extra + " " + ws + ")*";
-  std::string first = extra.empty() ? "" : "(" + extra + " " + ws + " " + after + ")?";
+  // `first` empty: the object may end here; `impossible`: it may not (need_one, no extras).
+  std::string first;
+  bool impossible = false;
+  if (!extra.empty()) {
+    first = need_one ? extra + " " + ws + " " + after : "(" + extra + " " + ws + " " + after + ")?";
+  } else {
+    impossible = need_one;
+  }
+  if (impossible && n == 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "minProperties at " + path + " asks for a property where none is allowed");
+  }
   for (size_t i = n; i-- > 0;) {
     const Member& m = members[i];
     std::string next_after = after;
@@ -279,13 +313,14 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
                                  : "(" + with_comma + ")?" + (after.empty() ? "" : " " + after);
     std::string written = m.kv + " " + ws + (after.empty() ? "" : " " + after);
     std::string first_body;
-    if (m.required) {
+    if (m.required || impossible) {
       first_body = written;
     } else if (first.empty()) {
       first_body = "(" + written + ")?";
     } else {
       first_body = written + " | " + first;
     }
+    impossible = false;
     if (i > 0) {
       after = new_rule(path + "/after");
       set_rule(after, after_body);

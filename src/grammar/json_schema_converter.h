@@ -48,6 +48,9 @@ class Converter {
   Result<std::string> literal(const Json& value);
   Result<std::string> key_not_in(const std::vector<std::string>& names, const std::string& path);
 
+  // Whether no value can be valid under both schemas (as far as types, const/enum and
+  // required properties show); false when unsure.
+  Result<bool> disjoint(const Json& a, const Json& b, const std::string& path, int depth);
   // allOf: one schema that asks for both (properties merged, bounds tightened, ...).
   Result<Json> merge(const Json& a, const Json& b, const std::string& path);
   // `schema` with a top-level $ref replaced by its target (and $ref siblings merged in).

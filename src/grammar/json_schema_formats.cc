@@ -7,11 +7,6 @@
 
 #include "grammar/json_schema_internal.h"
 
-// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
 namespace strata::grammar::json_schema_detail {
 namespace {
 
@@ -34,6 +29,20 @@ const std::string kRelativePart = "(//" + kAuthority + "(/" + kSegment + ")*|/("
                                   kSegment + ")*)?|(" + kNoColonPchar + "+(/" + kSegment + ")*)?)";
 const std::string kUri = "[A-Za-z][A-Za-z0-9+.\\-]*:" + kHierPart + kQueryFragment;
 const std::string kOctet = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+const std::string kHex4 = "[0-9a-fA-F]{1,4}";
+const std::string kIpv4 = "(" + kOctet + "\\.){3}" + kOctet;
+// RFC 4291 section 2.2 text forms (no zone index).
+const std::string kIpv6 =
+    "((" + kHex4 + ":){7}" + kHex4 + "|(" + kHex4 + ":){1,7}:|(" + kHex4 + ":){1,6}:" + kHex4 +
+    "|(" + kHex4 + ":){1,5}(:" + kHex4 + "){1,2}|(" + kHex4 + ":){1,4}(:" + kHex4 + "){1,3}|(" +
+    kHex4 + ":){1,3}(:" + kHex4 + "){1,4}|(" + kHex4 + ":){1,2}(:" + kHex4 + "){1,5}|" + kHex4 +
+    ":(:" + kHex4 + "){1,6}|:((:" + kHex4 + "){1,7}|:)|(" + kHex4 + ":){6}" + kIpv4 +
+    "|::([fF]{4}(:0{1,4})?:)?" + kIpv4 + "|(" + kHex4 + ":){1,4}:" + kIpv4 + ")";
+// RFC 6570 level 4 templates: literals and {operator varspec,...} expressions.
+const std::string kVarChar = "([A-Za-z0-9_]|" + kPercent + ")";
+const std::string kVarSpec = kVarChar + "+(:[1-9][0-9]{0,3}|\\*)?";
+const std::string kUriTemplate = "([^\\x00-\\x20\"'<>%\\\\^`{|}]|" + kPercent +
+                                 "|\\{[+#./;?&=,!@|]?" + kVarSpec + "(," + kVarSpec + ")*\\})*";
 const std::string kEmailAtom = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-]+";
 const std::string kDomainLabel = "[A-Za-z0-9]([A-Za-z0-9\\-]{0,61}[A-Za-z0-9])?";
 
@@ -43,20 +52,20 @@ std::optional<std::string> format_regex(const std::string& format, bool* unsuppo
   static const std::map<std::string, std::string> kFormats = {
       {"date", "^" + kDate + "$"},
       {"time", "^" + kTime + "$"},
-      {"date-time", "^" + kDate + "[tT ]" + kTime + "$"},
+      {"date-time", "^" + kDate + "[tT]" + kTime + "$"},
       {"email", "^" + kEmailAtom + "(\\." + kEmailAtom + ")*@" + kDomainLabel + "(\\." +
                     kDomainLabel + ")*$"},
       {"uri", "^" + kUri + "$"},
       {"uri-reference", "^(" + kUri + "|" + kRelativePart + kQueryFragment + ")$"},
       {"uuid", "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"},
-      {"ipv4", "^(" + kOctet + "\\.){3}" + kOctet + "$"},
+      {"ipv4", "^" + kIpv4 + "$"},
+      {"ipv6", "^" + kIpv6 + "$"},
+      {"uri-template", "^" + kUriTemplate + "$"},
   };
   // Standard formats (drafts 4 to 2020-12) that validators may assert but the grammar does not.
   static const std::set<std::string> kStandardUnenforced = {
-      "ipv6",         "hostname",     "idn-hostname",
-      "idn-email",    "iri",          "iri-reference",
-      "uri-template", "json-pointer", "relative-json-pointer",
-      "regex",        "duration"};
+      "hostname",     "idn-hostname",          "idn-email", "iri",     "iri-reference",
+      "json-pointer", "relative-json-pointer", "regex",     "duration"};
   *unsupported = false;
   if (auto it = kFormats.find(format); it != kFormats.end()) return it->second;
   *unsupported = kStandardUnenforced.count(format) > 0;

@@ -11,11 +11,6 @@
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf.h"
 
-// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
 namespace strata::grammar::json_schema_detail {
 namespace {
 

@@ -20,7 +20,7 @@ class InstanceOrderer {
   Json order(const Json& instance, const std::vector<const Json*>& schemas, int depth) {
     if (depth > 64) return instance;
     std::vector<const Json*> flat;
-    for (const Json* s : schemas) flatten(s, &flat, 0);
+    for (const Json* s : schemas) flatten(s, instance, &flat, 0);
     if (instance.is_object()) return order_object(instance, flat, depth);
     if (instance.is_array()) {
       Json out = Json::array();
@@ -59,19 +59,76 @@ class InstanceOrderer {
     }
   }
 
-  void flatten(const Json* schema, std::vector<const Json*>* out, int depth) const {
+  // The subschemas that apply to `instance` in the converter's merge order. For an object, of
+  // an anyOf/oneOf only the branch that fits it best counts (branches may order keys
+  // differently); for other values all branches do.
+  void flatten(const Json* schema, const Json& instance, std::vector<const Json*>* out,
+               int depth) const {
     if (depth > 32 || !schema->is_object()) return;
     if (std::find(out->begin(), out->end(), schema) != out->end()) return;
     if (schema->contains("$ref") && (*schema)["$ref"].is_string()) {
       if (const Json* target = resolve((*schema)["$ref"].get<std::string>())) {
-        flatten(target, out, depth + 1);
+        flatten(target, instance, out, depth + 1);
       }
     }
     out->push_back(schema);
-    for (const char* key : {"allOf", "anyOf", "oneOf"}) {
-      if (!schema->contains(key) || !(*schema)[key].is_array()) continue;
-      for (const Json& branch : (*schema)[key]) flatten(&branch, out, depth + 1);
+    if (schema->contains("allOf") && (*schema)["allOf"].is_array()) {
+      for (const Json& branch : (*schema)["allOf"]) flatten(&branch, instance, out, depth + 1);
     }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!schema->contains(key) || !(*schema)[key].is_array()) continue;
+      const Json& branches = (*schema)[key];
+      if (!instance.is_object()) {
+        for (const Json& branch : branches) flatten(&branch, instance, out, depth + 1);
+        continue;
+      }
+      const Json* best = nullptr;
+      long best_score = 0;
+      for (const Json& branch : branches) {
+        std::vector<const Json*> flat;
+        flatten(&branch, instance, &flat, depth + 1);
+        const long score = fit(flat, instance);
+        if (!best || score > best_score) {
+          best = &branch;
+          best_score = score;
+        }
+      }
+      if (best) flatten(best, instance, out, depth + 1);
+    }
+  }
+
+  // How well an object fits a set of subschemas: keys they declare, minus mismatched
+  // const/enum values, missing required keys and keys a closed schema forbids.
+  static long fit(const std::vector<const Json*>& flat, const Json& instance) {
+    long score = 0;
+    for (const Json* s : flat) {
+      const bool has_properties = s->contains("properties") && (*s)["properties"].is_object();
+      if (has_properties) {
+        for (const auto& [key, sub] : (*s)["properties"].items()) {
+          if (!instance.contains(key)) continue;
+          score += 1;
+          if (!sub.is_object()) continue;
+          if (sub.contains("const") && sub["const"] != instance[key]) score -= 100;
+          if (sub.contains("enum") && sub["enum"].is_array() &&
+              std::find(sub["enum"].begin(), sub["enum"].end(), instance[key]) ==
+                  sub["enum"].end()) {
+            score -= 100;
+          }
+        }
+      }
+      if (s->contains("required") && (*s)["required"].is_array()) {
+        for (const Json& key : (*s)["required"]) {
+          if (key.is_string() && !instance.contains(key.get<std::string>())) score -= 50;
+        }
+      }
+      if (s->contains("additionalProperties") && (*s)["additionalProperties"] == Json(false) &&
+          !s->contains("patternProperties")) {
+        for (const auto& [key, value] : instance.items()) {
+          if (!has_properties || !(*s)["properties"].contains(key)) score -= 10;
+        }
+      }
+    }
+    return score;
   }
 
   static const Json* item_schema(const Json& schema, size_t index) {

@@ -7,11 +7,6 @@
 #include <utility>
 #include <vector>
 
-// GCC 12 reports a false -Wrestrict on `"literal" + std::string` once inlined (GCC bug 105329).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
 namespace strata::grammar {
 namespace {
 
