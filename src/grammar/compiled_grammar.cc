@@ -33,7 +33,7 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::compile(
   }
   std::shared_ptr<CompiledGrammar> compiled(
       new CompiledGrammar(std::move(grammar), std::move(vocabulary)));
-  compiled->precompute();
+  STRATA_RETURN_IF_ERROR(compiled->precompute());
   return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
 }
 
@@ -94,7 +94,7 @@ std::vector<ByteSet> CompiledGrammar::follow_sets() const {
   return follow;
 }
 
-void CompiledGrammar::precompute() {
+Status CompiledGrammar::precompute() {
   const Grammar& g = *grammar_;
   const TokenVocabulary& vocab = *vocabulary_;
   const size_t words = mask_words();
@@ -170,7 +170,15 @@ void CompiledGrammar::precompute() {
     stats_.cache_bytes +=
         out.accepted_bits.size() * 4 + out.accepted_ids.size() * 4 + out.uncertain.size() * 8;
     for (const auto& s : out.leftovers) stats_.cache_bytes += s.size() + sizeof(std::string);
+    if (advancer.overflowed()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "GBNF: the grammar is too ambiguous to match (more than " +
+                            std::to_string(Advancer::kMaxStepWork) +
+                            " parse stacks after one byte); repetitions of repetitions nested "
+                            "many levels deep, like ((x+)+)+, are the usual cause");
+    }
   }
+  return ok_status();
 }
 
 }  // namespace strata::grammar

@@ -59,7 +59,7 @@ class CompiledGrammar {
  private:
   CompiledGrammar(std::shared_ptr<const Grammar> grammar,
                   std::shared_ptr<const TokenVocabulary> vocabulary);
-  void precompute();
+  Status precompute();
   // Per rule: the bytes that may come right after it ends, in any context (FOLLOW sets).
   std::vector<ByteSet> follow_sets() const;
 

@@ -40,7 +40,7 @@ bool GrammarMatcher::accept_token(int32_t id) {
 bool GrammarMatcher::accept_string(std::string_view bytes) {
   if (history_.back().finished) return false;
   const size_t mark = pool_.size();
-  if (!advance_bytes(bytes, &step_b_)) {
+  if (!advance_bytes(bytes, &step_b_) || advancer_.overflowed()) {
     pool_.truncate(mark);
     return false;
   }

@@ -27,7 +27,9 @@ class GrammarMatcher {
   // False, state unchanged, when the token is not allowed. An end-of-generation token is
   // accepted when can_end() and terminates the matcher.
   bool accept_token(int32_t id);
-  // Raw bytes (tests, grammar-check); counts as one step for rollback.
+  // Raw bytes (tests, grammar-check); counts as one step for rollback. Past the parse-stack
+  // budget (Advancer::kMaxStepWork, only pathologically ambiguous grammars reach it) nothing
+  // more is accepted.
   bool accept_string(std::string_view bytes);
   bool can_end() const { return history_.back().can_end && !history_.back().finished; }
   bool is_terminated() const {

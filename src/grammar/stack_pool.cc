@@ -107,6 +107,11 @@ void Advancer::closure(uint32_t pos, uint32_t parent, StackSet* out) {
     auto [p, par] = work_.back();
     work_.pop_back();
     if (!mark_visited(uint64_t{p} << 32 | par)) continue;
+    if (n_visited_ > kMaxStepWork) {
+      overflowed_ = true;
+      work_.clear();
+      return;
+    }
     const Element& e = elements[p];
     switch (e.kind) {
       case ElementKind::kBytes:

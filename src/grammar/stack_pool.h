@@ -65,6 +65,11 @@ class Advancer {
   // The stacks after the rule of node `top` ends: its parent's continuation (can_end alone when
   // the parent is the bottom).
   void pop_frame(uint32_t top, StackSet* out);
+  // True once a step expanded more than kMaxStepWork (position, parent) pairs and was cut
+  // short: grammars ambiguous at every level (repetitions of repetitions nested dozens deep)
+  // have exponentially many parse stacks, and such a step's result is incomplete.
+  bool overflowed() const { return overflowed_; }
+  static constexpr size_t kMaxStepWork = size_t{1} << 16;
   // The union of the byte sets the stacks expect next.
   ByteSet next_bytes(const StackSet& state) const;
 
@@ -81,6 +86,7 @@ class Advancer {
   std::vector<uint32_t> visited_gen_;
   uint32_t generation_ = 0;
   size_t n_visited_ = 0;
+  bool overflowed_ = false;
 };
 
 }  // namespace strata::grammar

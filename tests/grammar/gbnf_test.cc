@@ -68,6 +68,16 @@ TEST(GbnfErrors, RepetitionBoundsTooLarge) {
   EXPECT_NE(load_error(many).find("grammar too large"), std::string::npos);
 }
 
+TEST(GbnfErrors, ExponentiallyAmbiguousGrammarIsAnErrorNotAHang) {
+  // Each + wraps the repetition before it: 40 levels, two ways to continue at each level.
+  const std::string text = "root ::= \"a\" [b-c]*" + std::string(40, '+');
+  auto g = parse_gbnf(text);
+  ASSERT_TRUE(g.ok());
+  auto compiled = CompiledGrammar::compile(*g, byte_vocabulary());
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_NE(compiled.error().message.find("too ambiguous"), std::string::npos);
+}
+
 TEST(GbnfErrors, DeepNestingIsAnErrorNotACrash) {
   std::string text = "root ::= " + std::string(5000, '(') + "\"a\"" + std::string(5000, ')');
   EXPECT_NE(load_error(text).find("nested too deeply"), std::string::npos);
