@@ -241,6 +241,73 @@ HWY_NOINLINE void DotQ32X512(const typename Format::Block* HWY_RESTRICT w,
 #endif
 #endif  // HWY_AVX3 || HWY_AVX3_DL
 
+#if HWY_TARGET == HWY_AVX3_DL
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+// Register-tiled matmul for the formats with signed quants (Q4_0, Q5_0, Q8_0): kR weight rows
+// times kT tokens per pass over the blocks, so each unpacked weight block serves kT tokens and
+// each activation load serves kR rows. vpdpbusd multiplies unsigned by signed bytes, so the
+// activations are stored as a + 128 (ActPairQ8) and the weights stay signed; the extra
+// 128 * sum(w) per lane starts the accumulator negated (`bias`). The int32 lanes are then exactly
+// those of DotQ32X512, and the f32 steps are the same, so both give the same bits.
+
+// Two consecutive activation blocks of one token, as vpdpbusd and the f32 scaling read them.
+struct ActPairQ8 {
+  uint8_t qs[2 * kQK32];  // a + 128 of both blocks
+  float d[16];            // lanes 0-7 the first block's scale, 8-15 the second's
+};
+
+// Packs the n_blocks (even) ActBlockQ8 of one token into n_blocks / 2 ActPairQ8.
+HWY_NOINLINE void PackActPairs(const ActBlockQ8* x, size_t n_blocks, ActPairQ8* dst) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (size_t p = 0; p < n_blocks / 2; ++p) {
+    const ActBlockQ8& x0 = x[2 * p];
+    const ActBlockQ8& x1 = x[2 * p + 1];
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[p].qs),
+                        _mm256_xor_si256(Load256(x0.qs), flip));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[p].qs + 32),
+                        _mm256_xor_si256(Load256(x1.qs), flip));
+    _mm512_storeu_ps(dst[p].d, JoinBroadcast(x0.d, x1.d));
+  }
+}
+
+template <class Format, size_t kR, size_t kT>
+HWY_NOINLINE void TileQ32Vnni(const uint8_t* w, size_t w_stride, const ActPairQ8* const* a,
+                              size_t pairs, float* out) {
+  using Block = typename Format::Block;
+  __m512 acc[kR][kT];
+  for (size_t r = 0; r < kR; ++r) {
+    for (size_t t = 0; t < kT; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (size_t p = 0; p < pairs; ++p) {
+    __m512i q[kR], bias[kR];
+    __m512 dw[kR];
+    for (size_t r = 0; r < kR; ++r) {
+      const Block* blk = reinterpret_cast<const Block*>(w + r * w_stride) + 2 * p;
+      q[r] =
+          Join256(SignedOrUnsignedQuants<Format>(blk[0]), SignedOrUnsignedQuants<Format>(blk[1]));
+      bias[r] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, q[r]));
+      dw[r] = JoinBroadcast(HalfToFloat(blk[0].d), HalfToFloat(blk[1].d));
+    }
+    for (size_t t = 0; t < kT; ++t) {
+      const __m512i va = _mm512_loadu_si512(a[t][p].qs);
+      const __m512 da = _mm512_loadu_ps(a[t][p].d);
+      for (size_t r = 0; r < kR; ++r) {
+        const __m512 prod = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias[r], va, q[r]));
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(prod, da), dw[r], acc[r][t]);
+      }
+    }
+  }
+  for (size_t r = 0; r < kR; ++r) {
+    for (size_t t = 0; t < kT; ++t) out[r * kT + t] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+}
+
+#pragma GCC pop_options
+#endif  // HWY_AVX3_DL
+
 #endif  // STRATA_X86_INT8_DOT
 
 template <class Format, size_t kT>

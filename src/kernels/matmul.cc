@@ -77,11 +77,103 @@ HWY_INLINE void DotRowTile(DType type, const uint8_t* row, const uint8_t* act, s
   }
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+template <class Format, size_t kR>
+HWY_INLINE void TileQ32(size_t tile, const uint8_t* w, size_t w_stride, const ActPairQ8* const* a,
+                        size_t pairs, float* out) {
+  switch (tile) {
+    case 1:
+      return TileQ32Vnni<Format, kR, 1>(w, w_stride, a, pairs, out);
+    case 2:
+      return TileQ32Vnni<Format, kR, 2>(w, w_stride, a, pairs, out);
+    case 3:
+      return TileQ32Vnni<Format, kR, 3>(w, w_stride, a, pairs, out);
+    default:
+      return TileQ32Vnni<Format, kR, 4>(w, w_stride, a, pairs, out);
+  }
+}
+
+// Rows [row_begin, row_end) for every token from ActPairQ8 activations, kTileRows rows by
+// kMaxTileTokens tokens at a time.
+template <class Format>
+void MatmulRowsTiled(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
+                     size_t cols, const uint8_t* packed, size_t n_tokens, float* y,
+                     size_t y_stride) {
+  constexpr size_t kTileRows = 2;
+  const size_t pairs = cols / (2 * kQK32);
+  const size_t packed_stride = pairs * sizeof(ActPairQ8);
+  float out[kTileRows * kMaxTileTokens];
+  for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
+    const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
+    const ActPairQ8* a[kMaxTileTokens];
+    for (size_t t = 0; t < tile; ++t) {
+      a[t] = reinterpret_cast<const ActPairQ8*>(packed + (t0 + t) * packed_stride);
+    }
+    for (size_t r = row_begin; r < row_end; r += kTileRows) {
+      const size_t n_rows = std::min(kTileRows, row_end - r);
+      if (n_rows == kTileRows) {
+        TileQ32<Format, kTileRows>(tile, w + r * w_stride, w_stride, a, pairs, out);
+      } else {
+        TileQ32<Format, 1>(tile, w + r * w_stride, w_stride, a, pairs, out);
+      }
+      for (size_t i = 0; i < n_rows; ++i) {
+        for (size_t t = 0; t < tile; ++t) y[(t0 + t) * y_stride + r + i] = out[i * tile + t];
+      }
+    }
+  }
+}
+#endif  // HWY_AVX3_DL
+
+// True if this target has a register-tiled kernel for the type and row length (which then reads
+// activations packed by PackTiledActivations: kTiledBytesPerElement bytes per element).
+bool HasTiledKernel(DType type, size_t cols) {
+#if HWY_TARGET == HWY_AVX3_DL
+  static_assert(sizeof(ActPairQ8) == 2 * kQK32 * 2);
+  return (type == DType::kQ4_0 || type == DType::kQ5_0 || type == DType::kQ8_0) &&
+         cols % (2 * kQK32) == 0;
+#else
+  (void)type;
+  (void)cols;
+  return false;
+#endif
+}
+
+// One token's ActBlockQ8 row (cols elements) to the tiled kernel's layout.
+void PackTiledActivations(const uint8_t* act, size_t cols, uint8_t* dst) {
+#if HWY_TARGET == HWY_AVX3_DL
+  PackActPairs(reinterpret_cast<const ActBlockQ8*>(act), cols / kQK32,
+               reinterpret_cast<ActPairQ8*>(dst));
+#else
+  (void)act;
+  (void)cols;
+  (void)dst;
+#endif
+}
+
 // Y[t][r] for r in [row_begin, row_end) and every token, tiles of kMaxTileTokens tokens: each
 // weight block is unpacked once per tile.
+// With `packed` (activations from PackTiledActivations, when HasTiledKernel) the tiled kernel
+// runs instead.
 void MatmulRows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
-                size_t cols, const uint8_t* act, size_t act_stride, size_t n_tokens, float* y,
-                size_t y_stride) {
+                size_t cols, const uint8_t* act, size_t act_stride, const uint8_t* packed,
+                size_t n_tokens, float* y, size_t y_stride) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (packed != nullptr) {
+    switch (type) {
+      case DType::kQ4_0:
+        return MatmulRowsTiled<Q4_0Format>(w, w_stride, row_begin, row_end, cols, packed, n_tokens,
+                                           y, y_stride);
+      case DType::kQ5_0:
+        return MatmulRowsTiled<Q5_0Format>(w, w_stride, row_begin, row_end, cols, packed, n_tokens,
+                                           y, y_stride);
+      default:
+        return MatmulRowsTiled<Q8_0Format>(w, w_stride, row_begin, row_end, cols, packed, n_tokens,
+                                           y, y_stride);
+    }
+  }
+#else
+  (void)packed;
+#endif
   float out[kMaxTileTokens];
   for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
     const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
@@ -117,10 +209,14 @@ HWY_AFTER_NAMESPACE();
 namespace strata::kernels {
 
 HWY_EXPORT(MatmulRows);
+HWY_EXPORT(HasTiledKernel);
+HWY_EXPORT(PackTiledActivations);
 HWY_EXPORT(QuantizeActivations);
 HWY_EXPORT(TargetName);
 
 namespace {
+
+constexpr size_t kTiledBytesPerElement = 2;
 
 // Multiply-adds below which handing a task to another thread costs more than it saves (a wake-up
 // is microseconds, far more when the cores are shared).
@@ -171,6 +267,16 @@ void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x,
     });
     act = quantized.data();
   }
+  // The tiled kernel pays off once a tile of tokens shares each weight block.
+  AlignedBuffer<uint8_t> packed;
+  if (n_tokens > 1 && HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols)) {
+    packed = AlignedBuffer<uint8_t>(kTiledBytesPerElement * cols * n_tokens);
+    uint8_t* dst = packed.data();
+    pool.parallel_for(n_tokens, [&](size_t t, size_t) {
+      HWY_DYNAMIC_DISPATCH(PackTiledActivations)
+      (act + t * act_stride, cols, dst + t * kTiledBytesPerElement * cols);
+    });
+  }
   const size_t w_stride = row_bytes(type, cols);
   const size_t chunk = rows_per_task(rows, cols, n_tokens, pool.num_threads());
   const size_t tasks = (rows + chunk - 1) / chunk;
@@ -179,7 +285,7 @@ void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x,
     const size_t begin = task * chunk;
     const size_t end = std::min(rows, begin + chunk);
     HWY_DYNAMIC_DISPATCH(MatmulRows)
-    (type, weights, w_stride, begin, end, cols, act, act_stride, n_tokens, y, rows);
+    (type, weights, w_stride, begin, end, cols, act, act_stride, packed.data(), n_tokens, y, rows);
   });
 }
 
