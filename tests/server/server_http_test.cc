@@ -211,8 +211,17 @@ TEST(ServerHttp, MetricsParseAsPrometheusText) {
   EXPECT_EQ(metric_value(text, "strata:num_requests_running"), 0);
   EXPECT_GT(metric_value(text, "strata:kv_pages_free"), 0);
   EXPECT_GT(metric_value(text, "strata:time_to_first_token_window_seconds"), 0);
-  EXPECT_NE(text.find("strata:http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1"),
-            std::string::npos);
+  // Requests are counted once their response is written, which may be just after the client
+  // has read it: poll.
+  const std::string counted =
+      "strata:http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1";
+  std::string scrape = text;
+  for (int i = 0; i < 1000 && scrape.find(counted) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto again = client->Get("/metrics");
+    if (again) scrape = again->body;
+  }
+  EXPECT_NE(scrape.find(counted), std::string::npos);
 }
 
 }  // namespace
