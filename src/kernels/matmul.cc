@@ -99,7 +99,7 @@ template <class Format>
 void MatmulRowsTiled(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
                      size_t cols, const uint8_t* packed, size_t n_tokens, float* y,
                      size_t y_stride) {
-  constexpr size_t kTileRows = 2;
+  constexpr size_t kTileRows = 4;
   const size_t pairs = cols / (2 * kQK32);
   const size_t packed_stride = pairs * sizeof(ActPairQ8);
   float out[kTileRows * kMaxTileTokens];
@@ -111,10 +111,19 @@ void MatmulRowsTiled(const uint8_t* w, size_t w_stride, size_t row_begin, size_t
     }
     for (size_t r = row_begin; r < row_end; r += kTileRows) {
       const size_t n_rows = std::min(kTileRows, row_end - r);
-      if (n_rows == kTileRows) {
-        TileQ32<Format, kTileRows>(tile, w + r * w_stride, w_stride, a, pairs, out);
-      } else {
-        TileQ32<Format, 1>(tile, w + r * w_stride, w_stride, a, pairs, out);
+      switch (n_rows) {
+        case 1:
+          TileQ32<Format, 1>(tile, w + r * w_stride, w_stride, a, pairs, out);
+          break;
+        case 2:
+          TileQ32<Format, 2>(tile, w + r * w_stride, w_stride, a, pairs, out);
+          break;
+        case 3:
+          TileQ32<Format, 3>(tile, w + r * w_stride, w_stride, a, pairs, out);
+          break;
+        default:
+          TileQ32<Format, kTileRows>(tile, w + r * w_stride, w_stride, a, pairs, out);
+          break;
       }
       for (size_t i = 0; i < n_rows; ++i) {
         for (size_t t = 0; t < tile; ++t) y[(t0 + t) * y_stride + r + i] = out[i * tile + t];
