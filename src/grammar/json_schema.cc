@@ -555,6 +555,10 @@ Result<std::string> Converter::literal(const Json& value) {
   if (value.is_string()) {
     return gbnf_literal("\"" + json_escape(value.get<std::string>()) + "\"");
   }
+  if (value.is_number_integer()) {
+    // JSON Schema compares numbers by value: 1 and 1.0 are the same enum member.
+    return "(" + gbnf_literal(value.dump()) + " (\".0\")?)";
+  }
   if (value.is_number_float()) {
     const double v = value.get<double>();
     if (std::floor(v) == v && std::fabs(v) < 1e15) {

@@ -96,7 +96,11 @@ Result<std::string> Converter::key_not_in(const std::vector<std::string>& names,
     const std::vector<uint32_t> chars = code_points(name);
     if (std::any_of(chars.begin(), chars.end(),
                     [](uint32_t c) { return c < 0x20 || c == '"' || c == '\\'; })) {
-      continue;
+      // Such a key could come back escaped another way as an additional one.
+      return make_error(ErrorCode::kUnsupported,
+                        "a property name with characters JSON escapes next to additional "
+                        "properties at " +
+                            path + " cannot be enforced by a grammar");
     }
     size_t node = 0;
     for (uint32_t c : chars) {
@@ -471,8 +475,9 @@ Result<const Json*> Converter::resolve_ref(const std::string& ref, const std::st
                std::stoul(token) < node->size()) {
       node = &(*node)[std::stoul(token)];
     } else {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "$ref '" + ref + "' at " + path + " points to nothing in the schema");
+      return make_error(ErrorCode::kUnsupported,
+                        "$ref '" + ref + "' at " + path + " points to nothing in the schema " +
+                            "(references relative to a nested $id are not supported)");
     }
     start = end + 1;
   }
@@ -506,6 +511,25 @@ Result<Json> Converter::merge(const Json& a_in, const Json& b_in, const std::str
   STRATA_ASSIGN_OR_RETURN(Json b, inline_ref(b_in, path));
   if (!a.is_object() || !b.is_object()) {
     return make_error(ErrorCode::kInvalidArgument, "allOf at " + path + " holds a non-schema");
+  }
+  for (int side = 0; side < 2; ++side) {
+    const Json& x = side == 0 ? a : b;
+    const Json& y = side == 0 ? b : a;
+    const bool x_limits_others =
+        (x.contains("additionalProperties") && x["additionalProperties"] != Json(true)) ||
+        (x.contains("additionalItems") && x["additionalItems"] != Json(true)) ||
+        (x.contains("items") && x.contains("prefixItems"));
+    const bool y_declares =
+        (y.contains("properties") && y["properties"] != x.value("properties", Json())) ||
+        (y.contains("patternProperties") &&
+         y["patternProperties"] != x.value("patternProperties", Json())) ||
+        y.contains("prefixItems") || (y.contains("items") && y["items"].is_array());
+    if (x_limits_others && y_declares) {
+      STRATA_RETURN_IF_ERROR(
+          unenforceable("allOf whose branches declare properties or items next to another branch's "
+                        "additionalProperties/additionalItems/items",
+                        path));
+    }
   }
   Json out = a;
   for (const auto& [key, value] : b.items()) {
