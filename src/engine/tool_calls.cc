@@ -21,27 +21,84 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(begin, end - begin + 1));
 }
 
+// JSON allows numbers of any size; nlohmann refuses those past double's range (1e999), and
+// a constrained model may well write one. So numbers travel through the parse as marked
+// strings and come back verbatim in the arguments text. The mark starts with U+0001, which a
+// reply's own strings would only hold as the escape \u0001 (read as the mark: a known limit).
+constexpr std::string_view kNumberMark = "\x01#";
+
+std::string mark_numbers(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '"') {  // copy a string, escapes included
+      out += text[i++];
+      while (i < text.size() && text[i] != '"') {
+        if (text[i] == '\\' && i + 1 < text.size()) out += text[i++];
+        out += text[i++];
+      }
+      if (i < text.size()) out += text[i++];
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      const size_t begin = i;
+      while (i < text.size() &&
+             std::string_view("0123456789+-.eE").find(text[i]) != std::string_view::npos) {
+        ++i;
+      }
+      out += "\"\\u0001#";  // the mark, written as JSON escapes it
+      out += text.substr(begin, i - begin);
+      out += '"';
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+// dump() of a value parsed from mark_numbers() text, with the numbers restored.
+std::string dump_restoring_numbers(const Json& value) {
+  const std::string dumped = value.dump();
+  const std::string marked = "\"\\u0001#";  // how dump() writes the mark's opening
+  std::string out;
+  size_t pos = 0;
+  for (size_t at; (at = dumped.find(marked, pos)) != std::string::npos;) {
+    const size_t end = dumped.find('"', at + marked.size());
+    out.append(dumped, pos, at - pos);
+    out.append(dumped, at + marked.size(), end - at - marked.size());
+    pos = end + 1;
+  }
+  out.append(dumped, pos);
+  return out;
+}
+
+bool is_plain_string(const Json& j) {
+  return j.is_string() && !j.get<std::string>().starts_with(kNumberMark);
+}
+
 // A call object {"name": string, <arguments_key>: object or JSON-in-a-string}; false otherwise.
 bool read_call(const Json& j, const char* arguments_key, ToolCall& call) {
-  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return false;
+  if (!j.is_object() || !j.contains("name") || !is_plain_string(j["name"])) return false;
   call.name = j["name"].get<std::string>();
   const auto args = j.find(arguments_key);
   if (args == j.end()) {
     call.arguments = "{}";
   } else if (args->is_object()) {
-    call.arguments = args->dump();
-  } else if (args->is_string()) {
+    call.arguments = dump_restoring_numbers(*args);
+  } else if (is_plain_string(*args)) {
     call.arguments = args->get<std::string>();  // some models emit the arguments pre-encoded
   } else {
     return false;
   }
-  if (j.contains("id") && j["id"].is_string()) call.id = j["id"].get<std::string>();
+  if (j.contains("id") && is_plain_string(j["id"])) call.id = j["id"].get<std::string>();
   return true;
 }
 
 Json parse_json(std::string_view text) {
   return Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
 }
+
+// A reply's JSON, numbers marked (see mark_numbers).
+Json parse_reply_json(std::string_view text) { return parse_json(mark_numbers(text)); }
 
 ParsedReply parse_hermes(std::string_view reply) {
   ParsedReply out;
@@ -55,7 +112,8 @@ ParsedReply parse_hermes(std::string_view reply) {
     const size_t end = close == std::string_view::npos ? reply.size() : close + kHermesClose.size();
     if (close == std::string_view::npos) close = reply.size();  // a reply cut at the limit
     ToolCall call;
-    if (!read_call(parse_json(trim(reply.substr(body, close - body))), "arguments", call)) break;
+    if (!read_call(parse_reply_json(trim(reply.substr(body, close - body))), "arguments", call))
+      break;
     content += reply.substr(pos, open - pos);
     out.tool_calls.push_back(std::move(call));
     pos = end;
@@ -71,7 +129,7 @@ ParsedReply parse_llama3(std::string_view reply) {
   std::string_view body = text;
   if (body.starts_with(kPythonTag)) body.remove_prefix(kPythonTag.size());
   ToolCall call;
-  const Json j = parse_json(trim(body));
+  const Json j = parse_reply_json(trim(body));
   if (read_call(j, j.contains("parameters") ? "parameters" : "arguments", call)) {
     out.tool_calls.push_back(std::move(call));
   } else {
@@ -96,7 +154,7 @@ ParsedReply parse_mistral(std::string_view reply) {
   const std::string text = trim(reply);
   std::string_view body = text;
   if (body.starts_with(kMistralPrefix)) body.remove_prefix(kMistralPrefix.size());
-  if (!read_call_array(parse_json(trim(body)), out.tool_calls)) {
+  if (!read_call_array(parse_reply_json(trim(body)), out.tool_calls)) {
     out.tool_calls.clear();
     out.content = text;
   }
@@ -106,7 +164,7 @@ ParsedReply parse_mistral(std::string_view reply) {
 ParsedReply parse_generic(std::string_view reply) {
   ParsedReply out;
   const std::string text = trim(reply);
-  const Json j = parse_json(text);
+  const Json j = parse_reply_json(text);
   if (!j.is_object() || !j.contains("tool_calls") ||
       !read_call_array(j["tool_calls"], out.tool_calls)) {
     out.tool_calls.clear();

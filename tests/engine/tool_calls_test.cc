@@ -74,6 +74,18 @@ TEST(ToolCallParseTest, EachFamilysFormat) {
   EXPECT_EQ(r.tool_calls[1].name, "b");
 }
 
+TEST(ToolCallParseTest, NumbersPastDoubleRangeAndExactDigitsSurvive) {
+  // Valid JSON that nlohmann alone refuses (overflow), and digits a round trip would change.
+  const ParsedReply r = parse_tool_calls(
+      ToolCallFormat::kGeneric,
+      R"({"tool_calls": [{"name": "f", "arguments": {"big": 2E822, "x": 1.50, "n": -0, )"
+      R"("s": "1e999 \" 7"}}]})");
+  ASSERT_EQ(r.tool_calls.size(), 1u);
+  EXPECT_EQ(r.tool_calls[0].arguments, R"({"big":2E822,"x":1.50,"n":-0,"s":"1e999 \" 7"})");
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kLlama3, R"({"name": 5, "parameters": {}})")
+                  .tool_calls.empty());
+}
+
 TEST(ToolCallParseTest, TextThatIsNotACallStaysContent) {
   for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3,
                            ToolCallFormat::kMistral, ToolCallFormat::kGeneric}) {
