@@ -14,6 +14,14 @@ namespace {
 // How long a stream waits for the next event before it checks that the client is still there.
 constexpr std::chrono::milliseconds kEventWait{100};
 
+std::string random_hex(size_t n) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += kHex[rng() % 16];
+  return out;
+}
+
 // Per-choice progress while events arrive.
 struct ChoiceState {
   ChoiceResult result;
@@ -27,6 +35,10 @@ struct Collector {
   explicit Collector(const Engine& e) : engine(e) {}
   const Engine& engine;
   bool logprobs = false;
+  // With tools, replies are parsed into calls when they finish; streams then hold the text
+  // back, since what looks like text may turn out to be a call.
+  bool tools = false;
+  ToolCallFormat tool_format = ToolCallFormat::kGeneric;
   std::vector<ChoiceState> choices;
   size_t prompt_tokens = 0;
   size_t n_finished = 0;
@@ -57,6 +69,14 @@ struct Collector {
     c.finished = true;
     c.result.finish = t.finish;
     ++n_finished;
+    if (tools && (t.finish == FinishReason::kStop || t.finish == FinishReason::kLength)) {
+      ParsedReply reply = parse_tool_calls(tool_format, c.result.text);
+      if (!reply.tool_calls.empty()) {
+        for (ToolCall& call : reply.tool_calls) call.id = "call_" + random_hex(24);
+        c.result.tool_calls = std::move(reply.tool_calls);
+        c.result.text = std::move(reply.content);
+      }
+    }
     if (t.finish == FinishReason::kError && !error) {
       error = make_error(t.error.find("--timeout") != std::string::npos ? ErrorCode::kUnavailable
                                                                         : ErrorCode::kInternal,
@@ -81,8 +101,8 @@ std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
   std::string param = r.chat ? "messages" : "prompt";
   if (r.chat) {
     if (!ctx.chat_template.ok()) return RequestError{ctx.chat_template.error(), ""};
-    Result<std::vector<TokenId>> tokens =
-        chat_prompt_tokens(engine, *ctx.chat_template, r.messages_json);
+    Result<std::vector<TokenId>> tokens = chat_prompt_tokens(
+        engine, *ctx.chat_template, r.messages_json, r.uses_tools() ? r.tools_json : "");
     if (!tokens.ok()) return RequestError{tokens.error(), param};
     prompts.push_back(std::move(tokens).value());
   } else {
@@ -91,6 +111,14 @@ std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
                                     : engine.tokenize(p.text, /*add_special=*/true,
                                                       /*parse_special=*/true));
     }
+  }
+  GenerationRequest base = r.generation;
+  if (r.uses_tools() && ctx.chat_template.ok()) {
+    Result<OutputConstraint> constraint =
+        tool_call_constraint(detect_tool_call_format(ctx.chat_template->source), r.tools_json,
+                             r.tool_choice, r.parallel_tool_calls);
+    if (!constraint.ok()) return RequestError{constraint.error(), "tools"};
+    base.constraint = std::move(constraint).value();
   }
   const size_t context = engine.model().context;
   const size_t n_vocab = engine.model().n_vocab;
@@ -116,7 +144,7 @@ std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
     }
     prompt_tokens += prompt.size();
     for (int i = 0; i < r.n; ++i) {
-      GenerationRequest g = r.generation;
+      GenerationRequest g = base;
       g.prompt = prompt;
       g.max_tokens = r.max_tokens.value_or(static_cast<int>(context - prompt.size()));
       g.sampling.seed = r.seeded ? r.generation.sampling.seed + static_cast<uint64_t>(i)
@@ -185,12 +213,25 @@ void respond_stream(std::shared_ptr<Job> job, std::shared_ptr<Collector> collect
             sink.done();
             return true;
           }
-          if (!text.empty() || !entries.empty()) {
-            out += sse_event(
-                text_chunk(header, e.choice, text, collector->logprobs ? &entries : nullptr));
+          if (collector->tools) {
+            // The reply is known to be text or calls only once it ends.
+            if (e.event.finish != FinishReason::kNone) {
+              const ChoiceResult& result = collector->choices[e.choice].result;
+              if (!result.text.empty())
+                out += sse_event(text_chunk(header, e.choice, result.text, nullptr));
+              if (!result.tool_calls.empty())
+                out += sse_event(tool_calls_chunk(header, e.choice, result.tool_calls));
+              out += sse_event(
+                  finish_chunk(header, e.choice, e.event.finish, !result.tool_calls.empty()));
+            }
+          } else {
+            if (!text.empty() || !entries.empty()) {
+              out += sse_event(
+                  text_chunk(header, e.choice, text, collector->logprobs ? &entries : nullptr));
+            }
+            if (e.event.finish != FinishReason::kNone)
+              out += sse_event(finish_chunk(header, e.choice, e.event.finish));
           }
-          if (e.event.finish != FinishReason::kNone)
-            out += sse_event(finish_chunk(header, e.choice, e.event.finish));
           got = job->next(e, std::chrono::milliseconds(0));
         }
         if (collector->done()) {
@@ -231,6 +272,10 @@ void handle_completion(const CompletionContext& ctx, bool chat, const httplib::R
       build_choices(ctx, *engine, request, collector->prompt_tokens);
   if (auto* e = std::get_if<RequestError>(&choices)) return send_error(res, e->error, e->param);
   collector->logprobs = request.generation.logprobs;
+  collector->tools = request.uses_tools() && ctx.chat_template.ok();
+  if (collector->tools) {
+    collector->tool_format = detect_tool_call_format(ctx.chat_template->source);
+  }
   collector->choices.resize(std::get<0>(choices).size());
 
   Result<std::shared_ptr<Job>> job = ctx.worker.enqueue(std::move(std::get<0>(choices)));

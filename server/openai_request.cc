@@ -273,6 +273,73 @@ std::optional<std::string> message_text(const json& content, size_t index, Field
   return text;
 }
 
+// The fields of tool turns templates read: an assistant's `tool_calls` (arguments given as a
+// JSON string become an object, as chat templates expect) and a tool reply's `tool_call_id`
+// and `name`.
+bool copy_tool_fields(const json& m, const std::string& field, json& message, Fields& f) {
+  if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+    if (!calls->is_array()) {
+      f.fail(field_error(field + ".tool_calls", "must be an array"));
+      return false;
+    }
+    json copied = *calls;
+    for (json& call : copied) {
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) {
+        f.fail(field_error(field + ".tool_calls", "entries must be {\"function\": {...}}"));
+        return false;
+      }
+      json& fn = call["function"];
+      if (fn.contains("arguments") && fn["arguments"].is_string()) {
+        const std::string text = fn["arguments"].get<std::string>();
+        json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+        if (!parsed.is_discarded()) fn["arguments"] = std::move(parsed);
+      }
+    }
+    message["tool_calls"] = std::move(copied);
+  }
+  for (const char* key : {"tool_call_id", "name"}) {
+    if (auto v = m.find(key); v != m.end() && v->is_string()) message[key] = *v;
+  }
+  return true;
+}
+
+void parse_tools(Fields& f, CompletionRequest& r) {
+  const json* tools = f.find("tools");
+  if (tools) {
+    if (!tools->is_array()) return f.fail(field_error("tools", "must be an array of tools"));
+    if (!tools->empty()) r.tools_json = tools->dump();
+  }
+  if (const json* choice = f.find("tool_choice")) {
+    if (choice->is_string()) {
+      const std::string mode = choice->get<std::string>();
+      if (mode == "none") {
+        r.tool_choice.mode = ToolChoiceMode::kNone;
+      } else if (mode == "auto") {
+        r.tool_choice.mode = ToolChoiceMode::kAuto;
+      } else if (mode == "required") {
+        r.tool_choice.mode = ToolChoiceMode::kRequired;
+      } else {
+        return f.fail(field_error("tool_choice", "must be none, auto, required or an object"));
+      }
+    } else if (choice->is_object() && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].contains("name") &&
+               (*choice)["function"]["name"].is_string()) {
+      r.tool_choice = {ToolChoiceMode::kFunction, (*choice)["function"]["name"].get<std::string>()};
+    } else {
+      return f.fail(field_error("tool_choice",
+                                "must be none, auto, required or {\"type\": \"function\", "
+                                "\"function\": {\"name\": ...}}"));
+    }
+    if (r.tool_choice.mode != ToolChoiceMode::kNone && r.tools_json.empty()) {
+      return f.fail(field_error("tool_choice", "needs 'tools'"));
+    }
+  }
+  f.boolean("parallel_tool_calls", r.parallel_tool_calls);
+  if (r.uses_tools() && r.generation.constraint.kind != ConstraintKind::kNone) {
+    return f.fail(field_error("tools", "cannot be combined with 'response_format' or 'grammar'"));
+  }
+}
+
 void parse_messages(Fields& f, CompletionRequest& r) {
   const json* messages = f.find("messages");
   if (!messages) return f.fail(field_error("messages", "is required"));
@@ -301,7 +368,9 @@ void parse_messages(Fields& f, CompletionRequest& r) {
     std::optional<std::string> text =
         content == m.end() ? std::string() : message_text(*content, i, f);
     if (!text) return;
-    out.push_back({{"role", r_name == "developer" ? "system" : r_name}, {"content", *text}});
+    json message = {{"role", r_name == "developer" ? "system" : r_name}, {"content", *text}};
+    if (!copy_tool_fields(m, field, message, f)) return;
+    out.push_back(std::move(message));
   }
   r.messages_json = out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -359,6 +428,7 @@ std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_vie
   r.chat = true;
   parse_common(f, r);
   parse_messages(f, r);
+  parse_tools(f, r);
   bool logprobs = false;
   f.boolean("logprobs", logprobs);
   f.integer("top_logprobs", r.generation.top_logprobs, 0, 20);
@@ -415,11 +485,37 @@ std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::stri
   return r;
 }
 
+// The messages with a system message about the tools first (merged into the conversation's
+// own system message when it has one).
+Result<std::string> messages_with_tool_prompt(const ChatTemplateSource& chat_template,
+                                              const std::string& messages_json,
+                                              const std::string& tools_json) {
+  STRATA_ASSIGN_OR_RETURN(
+      std::string prompt,
+      tool_system_prompt(detect_tool_call_format(chat_template.source), tools_json));
+  json messages = json::parse(messages_json);
+  if (!messages.empty() && messages[0]["role"] == "system") {
+    messages[0]["content"] = messages[0]["content"].get<std::string>() + "\n\n" + prompt;
+  } else {
+    messages.insert(messages.begin(), json{{"role", "system"}, {"content", prompt}});
+  }
+  return messages.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 Result<std::vector<TokenId>> chat_prompt_tokens(const Engine& engine,
                                                 const ChatTemplateSource& chat_template,
-                                                const std::string& messages_json) {
+                                                const std::string& messages_json,
+                                                const std::string& tools_json) {
   ChatRenderRequest render;
   render.messages_json = messages_json;
+  if (!tools_json.empty()) {
+    if (template_renders_tools(chat_template.source)) {
+      render.tools_json = tools_json;
+    } else {
+      STRATA_ASSIGN_OR_RETURN(render.messages_json,
+                              messages_with_tool_prompt(chat_template, messages_json, tools_json));
+    }
+  }
   render.add_generation_prompt = true;
   render.bos_token = chat_template.bos_token;
   render.eos_token = chat_template.eos_token;

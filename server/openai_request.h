@@ -13,6 +13,7 @@
 #include "strata/chat.h"
 #include "strata/engine.h"
 #include "strata/result.h"
+#include "strata/tool_calls.h"
 
 namespace strata::server {
 
@@ -41,7 +42,13 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::optional<int> max_tokens;
-  bool seeded = false;  // `seed` given: choice i uses seed + i
+  bool seeded = false;     // `seed` given: choice i uses seed + i
+  std::string tools_json;  // chat: the `tools` array (empty: no tools)
+  ToolChoice tool_choice;  // chat: `tool_choice`; calls are parsed unless it is none
+  bool parallel_tool_calls = true;
+  bool uses_tools() const {
+    return !tools_json.empty() && tool_choice.mode != ToolChoiceMode::kNone;
+  }
   // Sampling, stop strings, logprobs and constraint; prompt and max_tokens are filled per choice.
   GenerationRequest generation;
 };
@@ -66,9 +73,12 @@ std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::stri
 // The chat prompt: `messages_json` rendered by the model's chat template with the generation
 // prompt appended, tokenized with control tokens parsed. BOS is added unless the template
 // wrote it.
+// With `tools_json`, templates that render tools get them; for the others, a system message
+// describing the tools and the call format goes first.
 Result<std::vector<TokenId>> chat_prompt_tokens(const Engine& engine,
                                                 const ChatTemplateSource& chat_template,
-                                                const std::string& messages_json);
+                                                const std::string& messages_json,
+                                                const std::string& tools_json = "");
 
 // Stop strings a template without end-of-turn tokens in the vocabulary needs (ChatML's).
 std::vector<std::string> chat_template_stops(const ChatTemplateSource& chat_template);

@@ -61,9 +61,23 @@ json usage_json(const Usage& u) {
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
-json finish_json(FinishReason reason) {
+json finish_json(FinishReason reason, bool tool_calls = false) {
+  if (tool_calls && reason == FinishReason::kStop) return "tool_calls";
   const char* name = openai_finish_reason(reason);
   return name ? json(name) : json(nullptr);
+}
+
+// OpenAI's tool_calls array; with `indexed` (stream deltas) each call carries its index.
+json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", calls[i].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (indexed) call["index"] = i;
+    out.push_back(std::move(call));
+  }
+  return out;
 }
 
 json chunk(const ResponseHeader& h, json choices) {
@@ -121,11 +135,15 @@ std::string completion_body(const ResponseHeader& h, const std::vector<ChoiceRes
     json choice = {{"index", i}};
     if (h.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
+      }
     } else {
       choice["text"] = c.text;
     }
     choice["logprobs"] = logprobs_json(h.chat, c.has_logprobs ? &c.logprobs : nullptr);
-    choice["finish_reason"] = finish_json(c.finish);
+    choice["finish_reason"] = finish_json(c.finish, !c.tool_calls.empty());
     out_choices.push_back(std::move(choice));
   }
   json out = {{"id", h.id},
@@ -150,10 +168,18 @@ std::string text_chunk(const ResponseHeader& h, size_t choice, const std::string
                                                   logprobs_json(h.chat, logprobs), nullptr)})));
 }
 
-std::string finish_chunk(const ResponseHeader& h, size_t choice, FinishReason finish) {
+std::string finish_chunk(const ResponseHeader& h, size_t choice, FinishReason finish,
+                         bool tool_calls) {
   json body = h.chat ? json::object() : json("");
-  return dump(chunk(
-      h, json::array({stream_choice(h, choice, std::move(body), nullptr, finish_json(finish))})));
+  return dump(chunk(h, json::array({stream_choice(h, choice, std::move(body), nullptr,
+                                                  finish_json(finish, tool_calls))})));
+}
+
+std::string tool_calls_chunk(const ResponseHeader& h, size_t choice,
+                             const std::vector<ToolCall>& calls) {
+  json delta = {{"tool_calls", tool_calls_json(calls, true)}};
+  return dump(
+      chunk(h, json::array({stream_choice(h, choice, std::move(delta), nullptr, nullptr)})));
 }
 
 std::string usage_chunk(const ResponseHeader& h, const Usage& usage) {

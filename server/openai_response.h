@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "strata/engine.h"
+#include "strata/tool_calls.h"
 
 namespace strata::server {
 
@@ -39,6 +40,9 @@ struct Usage {
 struct ChoiceResult {
   std::string text;
   FinishReason finish = FinishReason::kNone;
+  // Parsed from the reply when the request had tools (ids assigned); the finish reason is then
+  // "tool_calls" and `text` holds what was said besides the calls.
+  std::vector<ToolCall> tool_calls;
   bool has_logprobs = false;
   std::vector<LogprobEntry> logprobs;
 };
@@ -55,7 +59,12 @@ std::string role_chunk(const ResponseHeader& header, size_t choice);
 // `logprobs`: the entries for this chunk's tokens, or null for none requested.
 std::string text_chunk(const ResponseHeader& header, size_t choice, const std::string& text,
                        const std::vector<LogprobEntry>* logprobs);
-std::string finish_chunk(const ResponseHeader& header, size_t choice, FinishReason finish);
+// `tool_calls`: the choice ended in tool calls (finish_reason "tool_calls").
+std::string finish_chunk(const ResponseHeader& header, size_t choice, FinishReason finish,
+                         bool tool_calls = false);
+// A chat delta carrying whole tool calls, as OpenAI streams them (index, id, type, function).
+std::string tool_calls_chunk(const ResponseHeader& header, size_t choice,
+                             const std::vector<ToolCall>& calls);
 std::string usage_chunk(const ResponseHeader& header, const Usage& usage);
 
 // "data: <json>\n\n", and the stream's last event.

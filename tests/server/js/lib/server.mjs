@@ -16,11 +16,11 @@ export const modelPath = path.resolve(
 
 const kStartTimeoutMs = 60_000;
 
-// Runs `strata serve -m MODEL --port 0 ...extraArgs` and resolves once it prints
+// Runs `strata serve -m MODEL --port 0 ...extraArgs` (MODEL: `model`, default modelPath) and resolves once it prints
 // "listening on http://HOST:PORT" on stderr and /health answers 200. The returned object has the
 // base `url`, the server's `stderr` so far (a function) and `stop()`.
-export async function startServer(extraArgs = []) {
-  const args = ['serve', '-m', modelPath, '--host', '127.0.0.1', '--port', '0', ...extraArgs];
+export async function startServer(extraArgs = [], model = modelPath) {
+  const args = ['serve', '-m', model, '--host', '127.0.0.1', '--port', '0', ...extraArgs];
   const child = spawn(strataBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   const url = await new Promise((resolve, reject) => {
