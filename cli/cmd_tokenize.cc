@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "strata/tokenizer.h"
 
 namespace strata::cli {
 namespace {
@@ -28,15 +29,15 @@ int tokenize(const TokenizeFlags& f) {
     ss << in.rdbuf();
     text = ss.str();
   }
-  int code = kExitOk;
-  std::unique_ptr<Engine> engine = load_engine(f.engine, code);
-  if (!engine) return code;
-  std::vector<TokenId> ids = engine->tokenize(text, !f.no_bos, f.special);
+  Result<std::unique_ptr<TextTokenizer>> tokenizer = TextTokenizer::load(f.engine.model_path);
+  if (!tokenizer.ok()) return report(tokenizer.error());
+  const TextTokenizer& engine = **tokenizer;
+  std::vector<TokenId> ids = engine.tokenize(text, !f.no_bos, f.special);
   if (f.ids) {
     for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
     std::printf("\n");
   } else {
-    for (TokenId id : ids) std::printf("%6d -> '%s'\n", id, engine->token_piece(id).c_str());
+    for (TokenId id : ids) std::printf("%6d -> '%s'\n", id, engine.token_piece(id).c_str());
   }
   return kExitOk;
 }
@@ -47,16 +48,16 @@ struct DetokenizeFlags {
 };
 
 int detokenize(const DetokenizeFlags& f) {
-  int code = kExitOk;
-  std::unique_ptr<Engine> engine = load_engine(f.engine, code);
-  if (!engine) return code;
+  Result<std::unique_ptr<TextTokenizer>> tokenizer = TextTokenizer::load(f.engine.model_path);
+  if (!tokenizer.ok()) return report(tokenizer.error());
+  const TextTokenizer& engine = **tokenizer;
   for (TokenId id : f.ids) {
-    if (id < 0 || static_cast<size_t>(id) >= engine->model().n_vocab) {
+    if (id < 0 || static_cast<size_t>(id) >= engine.n_vocab()) {
       return report(make_error(ErrorCode::kInvalidArgument,
                                "token id " + std::to_string(id) + " is outside the vocabulary"));
     }
   }
-  std::string text = engine->detokenize(f.ids);
+  std::string text = engine.detokenize(f.ids);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::printf("\n");
   return kExitOk;
