@@ -40,11 +40,11 @@ struct Usage {
 struct ChoiceResult {
   std::string text;
   FinishReason finish = FinishReason::kNone;
+  bool has_logprobs = false;
+  std::vector<LogprobEntry> logprobs;
   // Parsed from the reply when the request had tools (ids assigned); the finish reason is then
   // "tool_calls" and `text` holds what was said besides the calls.
   std::vector<ToolCall> tool_calls;
-  bool has_logprobs = false;
-  std::vector<LogprobEntry> logprobs;
 };
 
 // "stop" or "length" (OpenAI's finish reasons); null for anything else.

@@ -23,7 +23,7 @@ TEST(OpenAiResponse, IdsCarryTheApiPrefix) {
 
 TEST(OpenAiResponse, ChatCompletionShape) {
   ResponseHeader h = header(true);
-  ChoiceResult c{"Hello", FinishReason::kLength, true, {{"Hel", -0.5f, {{"Hel", -0.5f}}, 0}}};
+  ChoiceResult c{"Hello", FinishReason::kLength, true, {{"Hel", -0.5f, {{"Hel", -0.5f}}, 0}}, {}};
   json body = json::parse(completion_body(h, {c}, {3, 2}));
   EXPECT_EQ(body["object"], "chat.completion");
   EXPECT_EQ(body["id"], h.id);
@@ -42,8 +42,27 @@ TEST(OpenAiResponse, ChatCompletionShape) {
             json::parse(R"({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5})"));
 }
 
+TEST(OpenAiResponse, ToolCallsShape) {
+  ResponseHeader h = header(true);
+  ChoiceResult c{"", FinishReason::kStop, false, {}, {{"call_1", "add", R"({"a":1})"}}};
+  json body = json::parse(completion_body(h, {c}, {3, 2}));
+  const json& message = body["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null());  // OpenAI: content null when only calls
+  EXPECT_EQ(message["tool_calls"], json::parse(R"([{"id": "call_1", "type": "function",
+      "function": {"name": "add", "arguments": "{\"a\":1}"}}])"));
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+
+  json delta = json::parse(tool_calls_chunk(h, 0, c.tool_calls))["choices"][0]["delta"];
+  EXPECT_EQ(delta["tool_calls"][0]["index"], 0);
+  EXPECT_EQ(delta["tool_calls"][0]["function"]["name"], "add");
+  EXPECT_EQ(
+      json::parse(finish_chunk(h, 0, FinishReason::kStop, true))["choices"][0]["finish_reason"],
+      "tool_calls");
+}
+
 TEST(OpenAiResponse, TextCompletionShape) {
-  ChoiceResult c{"abc", FinishReason::kStop, true, {{"a", -1.0f, {{"a", -1.0f}, {"b", -2.0f}}, 0}}};
+  ChoiceResult c{
+      "abc", FinishReason::kStop, true, {{"a", -1.0f, {{"a", -1.0f}, {"b", -2.0f}}, 0}}, {}};
   json body = json::parse(completion_body(header(false), {c, ChoiceResult{}}, {1, 1}));
   EXPECT_EQ(body["object"], "text_completion");
   EXPECT_EQ(body["choices"][0]["text"], "abc");
