@@ -2,31 +2,10 @@
 
 #include <algorithm>
 
-#include "grammar/grammar.h"
-#include "grammar/json_schema.h"
+#include "grammar/constraint_grammar.h"
 #include "sampling/token_bitmask.h"
 
 namespace strata::engine {
-namespace {
-
-Result<std::string> to_gbnf(const OutputConstraint& c) {
-  switch (c.kind) {
-    case ConstraintKind::kGrammar:
-      return c.text;
-    case ConstraintKind::kJsonSchema: {
-      grammar::JsonSchemaOptions options;
-      options.best_effort = c.best_effort;
-      return grammar::json_schema_to_gbnf(c.text, options);
-    }
-    case ConstraintKind::kJsonObject:
-      return grammar::json_object_gbnf();
-    case ConstraintKind::kNone:
-      break;
-  }
-  return make_error(ErrorCode::kInternal, "no grammar for an empty constraint");
-}
-
-}  // namespace
 
 Result<std::shared_ptr<const grammar::CompiledGrammar>> ConstraintCompiler::compile(
     const OutputConstraint& c) {
@@ -36,10 +15,8 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> ConstraintCompiler::comp
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
   }
-  STRATA_ASSIGN_OR_RETURN(std::string gbnf, to_gbnf(c));
-  const std::string root = c.kind == ConstraintKind::kGrammar ? c.root : "root";
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::Grammar> parsed,
-                          grammar::parse_gbnf(gbnf, root));
+                          grammar::grammar_for_constraint(c));
   if (!vocabulary_) vocabulary_ = grammar::TokenVocabulary::from_tokenizer(tokenizer_);
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::CompiledGrammar> compiled,
                           grammar::CompiledGrammar::compile(std::move(parsed), vocabulary_));

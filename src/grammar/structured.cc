@@ -3,6 +3,7 @@
 
 #include "gguf/gguf.h"
 #include "grammar/compiled_grammar.h"
+#include "grammar/constraint_grammar.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
@@ -53,27 +54,7 @@ CompiledConstraint::~CompiledConstraint() = default;
 Result<std::shared_ptr<const CompiledConstraint>> CompiledConstraint::compile(
     const OutputConstraint& constraint, std::shared_ptr<const ConstraintVocabulary> vocabulary) {
   if (!vocabulary) return make_error(ErrorCode::kInvalidArgument, "no vocabulary");
-  std::string gbnf;
-  std::string root = constraint.root.empty() ? "root" : constraint.root;
-  switch (constraint.kind) {
-    case ConstraintKind::kNone:
-      return make_error(ErrorCode::kInvalidArgument, "no constraint to compile");
-    case ConstraintKind::kGrammar:
-      gbnf = constraint.text;
-      break;
-    case ConstraintKind::kJsonSchema: {
-      grammar::JsonSchemaOptions options;
-      options.best_effort = constraint.best_effort;
-      STRATA_ASSIGN_OR_RETURN(gbnf, grammar::json_schema_to_gbnf(constraint.text, options));
-      root = "root";
-      break;
-    }
-    case ConstraintKind::kJsonObject:
-      gbnf = grammar::json_object_gbnf();
-      root = "root";
-      break;
-  }
-  STRATA_ASSIGN_OR_RETURN(auto parsed, grammar::parse_gbnf(gbnf, root));
+  STRATA_ASSIGN_OR_RETURN(auto parsed, grammar::grammar_for_constraint(constraint));
   auto impl = std::make_unique<Impl>();
   STRATA_ASSIGN_OR_RETURN(impl->compiled,
                           grammar::CompiledGrammar::compile(parsed, vocabulary->impl().vocabulary));
@@ -110,3 +91,31 @@ size_t ConstraintMatcher::n_accepted_tokens() const { return impl_->matcher.n_ac
 std::string ConstraintMatcher::expected() const { return impl_->matcher.expected_bytes(); }
 
 }  // namespace strata
+
+namespace strata::grammar {
+
+Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstraint& constraint) {
+  std::string gbnf;
+  std::string root = constraint.root.empty() ? "root" : constraint.root;
+  switch (constraint.kind) {
+    case ConstraintKind::kNone:
+      return make_error(ErrorCode::kInvalidArgument, "no constraint to compile");
+    case ConstraintKind::kGrammar:
+      gbnf = constraint.text;
+      break;
+    case ConstraintKind::kJsonSchema: {
+      JsonSchemaOptions options;
+      options.best_effort = constraint.best_effort;
+      STRATA_ASSIGN_OR_RETURN(gbnf, json_schema_to_gbnf(constraint.text, options));
+      root = "root";
+      break;
+    }
+    case ConstraintKind::kJsonObject:
+      gbnf = json_object_gbnf();
+      root = "root";
+      break;
+  }
+  return parse_gbnf(gbnf, root);
+}
+
+}  // namespace strata::grammar

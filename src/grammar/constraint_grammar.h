@@ -1,0 +1,16 @@
+// The grammar an OutputConstraint stands for: GBNF as given, a JSON Schema or any JSON object
+// through the JSON-Schema front end. One place for the engine and the public facade.
+#pragma once
+
+#include <memory>
+
+#include "base/result.h"
+#include "grammar/grammar.h"
+#include "strata/engine.h"
+
+namespace strata::grammar {
+
+// kNone is an error (there is nothing to compile).
+Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstraint& constraint);
+
+}  // namespace strata::grammar
