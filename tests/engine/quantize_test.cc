@@ -24,31 +24,15 @@
 #include "kernels/reference/quantize_ref.h"
 #include "strata/engine.h"
 #include "strata/model_tools.h"
+#include "test_files.h"
 
 namespace strata {
 namespace {
 
-const char* kStories = "../shared/models/stories260K.gguf";
-const char* kText =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
-    "park with her friends. One day, she saw a big red ball under a tree.";
-
-// A path in the test's temporary directory, removed when the test ends.
-class TempFile {
- public:
-  explicit TempFile(const std::string& name)
-      : path_(::testing::TempDir() + "/quantize_" + std::to_string(::getpid()) + "_" + name) {}
-  ~TempFile() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test_files::kStories;
+using test_files::kText;
+using test_files::read_bytes;
+using test_files::TempFile;
 
 std::unique_ptr<Engine> load(const std::string& path, uint32_t context = 256) {
   EngineOptions options;

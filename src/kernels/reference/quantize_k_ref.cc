@@ -26,12 +26,8 @@ inline int round_nearest(float x) {
 
 // ---- Scale searches (weighted least squares over integer assignments) ----
 
-// Symmetric quants: x ~= scale * l with l in [-nmax, nmax - 1], stored as L = l + nmax. Tries
-// the inverse scales -(nmax + k / 10) / max for k = -9..9 (max: the element of largest magnitude,
-// with its sign); for each rounding, the best scale is sum(w x l) / sum(w l^2) and it removes
-// (sum w x l)^2 / sum(w l^2) of the weighted energy, which is what is maximized. w defaults to x^2
-// (large values matter most). Returns the scale.
-float fit_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L) {
+// The element of largest magnitude, with its sign (the first one on ties).
+float signed_max_abs(int n, const float* x) {
   float max = 0, amax = 0;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -39,7 +35,17 @@ float fit_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L) 
       max = x[i];
     }
   }
-  if (amax < kGroupMaxEps) {
+  return max;
+}
+
+// Symmetric quants: x ~= scale * l with l in [-nmax, nmax - 1], stored as L = l + nmax. Tries
+// the inverse scales -(nmax + k / 10) / max for k = -9..9 (max: the element of largest magnitude,
+// with its sign); for each rounding, the best scale is sum(w x l) / sum(w l^2) and it removes
+// (sum w x l)^2 / sum(w l^2) of the weighted energy, which is what is maximized. w defaults to x^2
+// (large values matter most). Returns the scale.
+float fit_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L) {
+  const float max = signed_max_abs(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill(L, L + n, 0);
     return 0;
   }
@@ -79,14 +85,8 @@ float fit_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L) 
 // kept when it raises (sum w x l)^2 / sum(w l^2); up to 5 sweeps, w = x^2. Returns the scale;
 // L = l + nmax.
 float fit_symmetric_refined(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_max_abs(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     std::fill(L, L + n, 0);
     return 0;
   }
