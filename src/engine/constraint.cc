@@ -61,7 +61,13 @@ Status SequenceConstraint::accept(TokenId token) {
     const size_t from = searched >= trigger.size() ? searched - trigger.size() + 1 : 0;
     first = std::min(first, text_.find(trigger, from));
   }
-  if (first == std::string::npos) return ok_status();
+  if (first == std::string::npos) {
+    // Only a trigger's first bytes can still begin in what was seen; drop the rest.
+    size_t keep = 0;
+    for (const std::string& trigger : triggers_) keep = std::max(keep, trigger.size() - 1);
+    if (text_.size() > keep) text_.erase(0, text_.size() - keep);
+    return ok_status();
+  }
   active_ = true;
   if (!matcher_.accept_string(std::string_view(text_).substr(first))) {
     return make_error(ErrorCode::kInvalidArgument,
