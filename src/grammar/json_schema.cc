@@ -9,6 +9,7 @@
 #include "grammar/json_schema_converter.h"
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf.h"
+#include "grammar/regex_to_gbnf_automaton.h"
 
 namespace strata::grammar {
 namespace json_schema_detail {
@@ -56,7 +57,9 @@ const std::set<std::string> kValidationKeywords = {"type",
                                                    "unevaluatedProperties",
                                                    "unevaluatedItems",
                                                    "$dynamicRef",
-                                                   "$recursiveRef"};
+                                                   "$recursiveRef",
+                                                   "$strata:notEnum",
+                                                   "$strata:notPattern"};
 
 const std::vector<std::string> kAllTypes = {"null",  "boolean", "object",
                                             "array", "string",  "number"};
@@ -324,7 +327,7 @@ Result<std::string> Converter::visit(const Json& schema, const std::string& path
 }
 
 Result<std::string> Converter::visit_body(const Json& schema, const std::string& path) {
-  for (const char* keyword : {"not", "if", "$dynamicRef", "$recursiveRef"}) {
+  for (const char* keyword : {"$dynamicRef", "$recursiveRef"}) {
     if (schema.contains(keyword)) {
       STRATA_RETURN_IF_ERROR(unenforceable("'" + std::string(keyword) + "'", path));
     }
@@ -342,6 +345,13 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
     }
     STRATA_ASSIGN_OR_RETURN(Json merged, inline_ref(schema, path));
     return visit(merged, path);
+  }
+  for (const char* keyword :
+       {"not", "if", "dependencies", "dependentRequired", "dependentSchemas"}) {
+    if (schema.contains(keyword)) {
+      STRATA_ASSIGN_OR_RETURN(Json rewritten, rewrite_conditionals(schema, path));
+      return visit(rewritten, path);
+    }
   }
   if (schema.contains("allOf") && schema["allOf"].is_array()) {
     Json merged = schema;
@@ -382,19 +392,30 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
                         combinator + std::string(" at ") + path + " has no satisfiable branch");
     }
     if (std::string(combinator) == "oneOf") {
-      // The grammar accepts a value matching any branch; oneOf rejects one matching two, so
-      // the branches must be provably disjoint.
+      // The grammar accepts a value matching any branch; oneOf rejects one matching two, so a
+      // branch that may share values with others is narrowed to exclude them.
       for (size_t i = 0; i < effective.size(); ++i) {
-        for (size_t j = i + 1; j < effective.size(); ++j) {
+        std::vector<size_t> overlapping;
+        for (size_t j = 0; j < effective.size(); ++j) {
+          if (j == i) continue;
           STRATA_ASSIGN_OR_RETURN(bool apart, disjoint(effective[i], effective[j], path, 0));
-          if (!apart) {
-            STRATA_RETURN_IF_ERROR(unenforceable("'oneOf' whose branches " + std::to_string(i) +
-                                                     " and " + std::to_string(j) +
-                                                     " can both match",
-                                                 path));
-            i = j = effective.size();
-          }
+          if (!apart) overlapping.push_back(j);
         }
+        if (overlapping.empty()) continue;
+        auto narrowed = exclusive_branch(effective, i, overlapping, path);
+        if (narrowed.ok()) {
+          alternatives[i] = std::move(narrowed).value();
+        } else if (narrowed.error().code == ErrorCode::kInvalidArgument) {
+          alternatives[i].clear();  // every value of branch i matches another branch too
+        } else {
+          if (!options_.best_effort) return narrowed.error();
+        }
+      }
+      alternatives.erase(std::remove(alternatives.begin(), alternatives.end(), std::string()),
+                         alternatives.end());
+      if (alternatives.empty()) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "oneOf at " + path + ": every value matches several branches");
       }
     }
     return join_alternatives(alternatives);
@@ -407,8 +428,14 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
     } else if (schema["enum"].is_array()) {
       values = schema["enum"];
     }
+    const auto listed = [&](const char* key, const Json& value) {
+      return schema.contains(key) && schema[key].is_array() &&
+             std::find(schema[key].begin(), schema[key].end(), value) != schema[key].end();
+    };
     std::vector<std::string> alternatives;
     for (const Json& value : values) {
+      if (schema.contains("const") && schema.contains("enum") && !listed("enum", value)) continue;
+      if (listed("$strata:notEnum", value)) continue;
       const bool typed = std::any_of(types.begin(), types.end(), [&](const std::string& t) {
         return value_has_type(value, t) || (t == "number" && value.is_number());
       });
@@ -425,7 +452,8 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
   std::vector<std::string> alternatives;
   std::optional<Error> first_error;
   for (const std::string& type : types) {
-    auto alt = visit_type(schema, type, path);
+    auto alt = excluded_values(schema, type, path);
+    if (alt.ok() && alt->empty()) alt = visit_type(schema, type, path);
     if (!alt.ok()) {
       // A type whose keywords contradict each other admits no value: leave it out.
       if (alt.error().code != ErrorCode::kInvalidArgument) return alt.error();
@@ -539,11 +567,43 @@ Result<bool> Converter::disjoint(const Json& a_in, const Json& b_in, const std::
   return false;
 }
 
+Result<std::string> Converter::excluded_values(const Json& schema, const std::string& type,
+                                               const std::string& path) {
+  if (!schema.contains("$strata:notEnum") || !schema["$strata:notEnum"].is_array())
+    return std::string();
+  std::vector<std::string> strings;
+  bool excludes_true = false, excludes_false = false, excludes_null = false, others = false;
+  for (const Json& value : schema["$strata:notEnum"]) {
+    if (!value_has_type(value, type) && !(type == "number" && value.is_number())) continue;
+    if (value.is_string()) {
+      strings.push_back(value.get<std::string>());
+    } else if (value.is_boolean()) {
+      (value.get<bool>() ? excludes_true : excludes_false) = true;
+    } else if (value.is_null()) {
+      excludes_null = true;
+    } else {
+      others = true;
+    }
+  }
+  if (others) {
+    return make_error(ErrorCode::kUnsupported, "'not' of a " + type + " value at " + path +
+                                                   " cannot be enforced by a grammar");
+  }
+  if (excludes_null) return make_error(ErrorCode::kInvalidArgument, "null excluded at " + path);
+  if (excludes_true && excludes_false) {
+    return make_error(ErrorCode::kInvalidArgument, "both booleans excluded at " + path);
+  }
+  if (excludes_true) return std::string("\"false\"");
+  if (excludes_false) return std::string("\"true\"");
+  if (!strings.empty()) return string_grammar(schema, path, strings);
+  return std::string();
+}
+
 Result<std::string> Converter::visit_type(const Json& schema, const std::string& type,
                                           const std::string& path) {
   if (type == "null") return base("null");
   if (type == "boolean") return base("boolean");
-  if (type == "string") return string_grammar(schema, path);
+  if (type == "string") return string_grammar(schema, path, {});
   if (type == "number") return number_grammar(schema, /*integer=*/false, path);
   if (type == "integer") return number_grammar(schema, /*integer=*/true, path);
   if (type == "object") return object_grammar(schema, path);
@@ -588,7 +648,8 @@ Result<std::string> Converter::literal(const Json& value) {
   return gbnf_literal(value.dump());
 }
 
-Result<std::string> Converter::string_grammar(const Json& schema, const std::string& path) {
+Result<std::string> Converter::string_grammar(const Json& schema, const std::string& path,
+                                              const std::vector<std::string>& excluded) {
   long min_length = 0, max_length = -1;
   if (schema.contains("minLength") && schema["minLength"].is_number()) {
     min_length = static_cast<long>(std::ceil(schema["minLength"].get<double>()));
@@ -600,27 +661,47 @@ Result<std::string> Converter::string_grammar(const Json& schema, const std::str
     return make_error(ErrorCode::kInvalidArgument,
                       "maxLength < minLength at " + path + ": no string is valid");
   }
-  std::optional<std::string> pattern;
+  // Patterns the string must match, and patterns it must not.
+  std::vector<std::string> patterns, not_patterns;
   if (schema.contains("pattern") && schema["pattern"].is_string()) {
-    pattern = schema["pattern"].get<std::string>();
+    patterns.push_back(schema["pattern"].get<std::string>());
+  }
+  if (schema.contains("$strata:notPattern") && schema["$strata:notPattern"].is_array()) {
+    for (const Json& p : schema["$strata:notPattern"]) {
+      if (p.is_string()) not_patterns.push_back(p.get<std::string>());
+    }
   }
   if (schema.contains("format") && schema["format"].is_string()) {
     const std::string format = schema["format"].get<std::string>();
     bool unsupported = false;
     std::optional<std::string> regex = format_regex(format, &unsupported);
     if (unsupported) STRATA_RETURN_IF_ERROR(unenforceable("format '" + format + "'", path));
-    if (regex && pattern) {
-      STRATA_RETURN_IF_ERROR(unenforceable("format '" + format + "' with a pattern", path));
-    } else if (regex) {
-      pattern = regex;
-    }
+    if (regex) patterns.push_back(*regex);
   }
   const std::string quote = gbnf_literal("\"");
-  if (pattern) {
-    auto body = regex_to_gbnf(*pattern, min_length, max_length);
+  if (patterns.size() == 1 && not_patterns.empty() && excluded.empty()) {
+    auto body = regex_to_gbnf(patterns[0], min_length, max_length);
     if (body.ok()) return quote + " " + *body + " " + quote;
-    if (body.error().code != ErrorCode::kUnsupported || !options_.best_effort) {
+    if (body.error().code != ErrorCode::kUnsupported) {
       return make_error(body.error().code, body.error().message + " (at " + path + ")");
+    }
+  }
+  if (!patterns.empty() || !not_patterns.empty() || !excluded.empty()) {
+    auto automaton = string_automaton(patterns, not_patterns, excluded, min_length, max_length);
+    if (automaton.ok()) {
+      if (automaton->empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "no string at " + path +
+                                                           " satisfies its pattern, format, "
+                                                           "length and exclusions together");
+      }
+      const std::string hint = path + "/string";
+      const std::string start = automaton->to_gbnf(
+          [&] { return new_rule(hint); },
+          [&](const std::string& name, std::string body) { set_rule(name, std::move(body)); });
+      return quote + " " + start + " " + quote;
+    }
+    if (automaton.error().code != ErrorCode::kUnsupported || !options_.best_effort) {
+      return make_error(automaton.error().code, automaton.error().message + " (at " + path + ")");
     }
   }
   constexpr long kMaxRepeat = 10000;  // the GBNF parser's repetition limit
@@ -640,6 +721,39 @@ Result<std::string> Converter::string_grammar(const Json& schema, const std::str
     repeat = "{" + std::to_string(min_length) + "," + std::to_string(max_length) + "}";
   }
   return quote + " " + base("char") + repeat + " " + quote;
+}
+
+Result<CharDfa> Converter::string_automaton(const std::vector<std::string>& patterns,
+                                            const std::vector<std::string>& not_patterns,
+                                            const std::vector<std::string>& excluded,
+                                            long min_length, long max_length) {
+  CharDfa dfa = CharDfa::any();
+  const auto check = [](const CharDfa& d) -> Status {
+    if (d.size() > kMaxDfaStates) {
+      return make_error(ErrorCode::kUnsupported, "string constraints whose automaton exceeds " +
+                                                     std::to_string(kMaxDfaStates) + " states");
+    }
+    return ok_status();
+  };
+  for (const std::string& pattern : patterns) {
+    STRATA_ASSIGN_OR_RETURN(CharDfa one, CharDfa::from_pattern(pattern));
+    dfa = dfa.intersect(one);
+    STRATA_RETURN_IF_ERROR(check(dfa));
+  }
+  for (const std::string& pattern : not_patterns) {
+    STRATA_ASSIGN_OR_RETURN(CharDfa one, CharDfa::from_pattern(pattern));
+    dfa = dfa.intersect(one.complement());
+    STRATA_RETURN_IF_ERROR(check(dfa));
+  }
+  if (!excluded.empty()) {
+    dfa = dfa.intersect(CharDfa::literals(excluded).complement());
+    STRATA_RETURN_IF_ERROR(check(dfa));
+  }
+  if (min_length > 0 || max_length >= 0) {
+    dfa = dfa.with_length(min_length, max_length);
+    STRATA_RETURN_IF_ERROR(check(dfa));
+  }
+  return dfa;
 }
 
 Result<std::string> Converter::number_grammar(const Json& schema, bool integer,

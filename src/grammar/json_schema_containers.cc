@@ -191,7 +191,11 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
       }
       return ok_status();
     }
-    STRATA_ASSIGN_OR_RETURN(std::string value, visit(sub, path + "/properties/" + name));
+    auto visited = visit(sub, path + "/properties/" + name);
+    if (!visited.ok() && visited.error().code == ErrorCode::kInvalidArgument && !is_required) {
+      return ok_status();  // no value fits: the property cannot appear
+    }
+    STRATA_ASSIGN_OR_RETURN(std::string value, std::move(visited));
     members.push_back(
         {gbnf_literal("\"" + json_escape(name) + "\"") + " " + base("ws") + " \":\" ws " + value,
          is_required});
@@ -519,11 +523,11 @@ Result<Json> Converter::merge(const Json& a_in, const Json& b_in, const std::str
         (x.contains("additionalProperties") && x["additionalProperties"] != Json(true)) ||
         (x.contains("additionalItems") && x["additionalItems"] != Json(true)) ||
         (x.contains("items") && x.contains("prefixItems"));
-    const bool y_declares =
-        (y.contains("properties") && y["properties"] != x.value("properties", Json())) ||
-        (y.contains("patternProperties") &&
-         y["patternProperties"] != x.value("patternProperties", Json())) ||
-        y.contains("prefixItems") || (y.contains("items") && y["items"].is_array());
+    // Properties only y declares get x's additionalProperties below; patterns cannot.
+    const bool y_declares = (y.contains("patternProperties") &&
+                             y["patternProperties"] != x.value("patternProperties", Json())) ||
+                            y.contains("prefixItems") ||
+                            (y.contains("items") && y["items"].is_array());
     if (x_limits_others && y_declares) {
       STRATA_RETURN_IF_ERROR(
           unenforceable("allOf whose branches declare properties or items next to another branch's "
@@ -531,7 +535,53 @@ Result<Json> Converter::merge(const Json& a_in, const Json& b_in, const std::str
                         path));
     }
   }
+  // A property one side declares is, for the other side, additional unless a pattern of it
+  // matches the name: it must satisfy that side's additionalProperties too.
+  for (int side = 0; side < 2; ++side) {
+    const Json& x = side == 0 ? b : a;
+    Json& y = side == 0 ? a : b;
+    if (!x.contains("additionalProperties") || x["additionalProperties"] == Json(true) ||
+        !y.contains("properties") || !y["properties"].is_object()) {
+      continue;
+    }
+    for (auto& [name, sub] : y["properties"].items()) {
+      if (x.contains("properties") && x["properties"].is_object() &&
+          x["properties"].contains(name)) {
+        continue;
+      }
+      bool matched = false;
+      if (x.contains("patternProperties") && x["patternProperties"].is_object()) {
+        for (const auto& [pattern, unused] : x["patternProperties"].items()) {
+          std::optional<bool> match = regex_search(pattern, name);
+          if (!match) {
+            STRATA_RETURN_IF_ERROR(unenforceable("patternProperties '" + pattern + "'", path));
+          }
+          matched |= match.value_or(false);
+        }
+      }
+      if (!matched) sub = Json{{"allOf", {sub, x["additionalProperties"]}}};
+    }
+  }
+  // Conditionals of both sides cannot share one key: b's go into allOf.
+  Json conditionals = Json::object();
+  for (const char* key :
+       {"not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas"}) {
+    if (a.contains(key) && b.contains(key) && a[key] != b[key]) {
+      for (const char* moved :
+           {"not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas"}) {
+        if (b.contains(moved)) {
+          conditionals[moved] = b[moved];
+          b.erase(moved);
+        }
+      }
+      break;
+    }
+  }
   Json out = a;
+  if (!conditionals.empty()) {
+    if (!out.contains("allOf") || !out["allOf"].is_array()) out["allOf"] = Json::array();
+    out["allOf"].push_back(conditionals);
+  }
   for (const auto& [key, value] : b.items()) {
     if (!out.contains(key)) {
       out[key] = value;
@@ -603,6 +653,12 @@ Result<Json> Converter::merge(const Json& a_in, const Json& b_in, const std::str
       } else {
         STRATA_RETURN_IF_ERROR(unenforceable("allOf of two tuple 'items'", path));
       }
+    } else if ((key == "$strata:notEnum" || key == "$strata:notPattern") && current.is_array() &&
+               value.is_array()) {
+      for (const Json& item : value) current.push_back(item);
+    } else if (key == "const") {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "allOf at " + path + " asks for two different constants");
     } else if (key == "uniqueItems") {
       current =
           current.is_boolean() && value.is_boolean() && (current.get<bool>() || value.get<bool>());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "grammar/json_schema.h"
+#include "grammar/regex_to_gbnf_automaton.h"
 #include "strata/result.h"
 
 namespace strata::grammar::json_schema_detail {
@@ -41,12 +42,35 @@ class Converter {
   Result<std::string> visit_body(const Json& schema, const std::string& path);
   Result<std::string> visit_type(const Json& schema, const std::string& type,
                                  const std::string& path);
-  Result<std::string> string_grammar(const Json& schema, const std::string& path);
+  // `excluded`: strings the value must not be (from `not` of an enum or const).
+  Result<std::string> string_grammar(const Json& schema, const std::string& path,
+                                     const std::vector<std::string>& excluded);
+  // The strings that match every pattern, none of the not_patterns, are not excluded, and
+  // have a length in [min_length, max_length] (max_length -1: unbounded).
+  Result<CharDfa> string_automaton(const std::vector<std::string>& patterns,
+                                   const std::vector<std::string>& not_patterns,
+                                   const std::vector<std::string>& excluded, long min_length,
+                                   long max_length);
   Result<std::string> number_grammar(const Json& schema, bool integer, const std::string& path);
   Result<std::string> object_grammar(const Json& schema, const std::string& path);
   Result<std::string> array_grammar(const Json& schema, const std::string& path);
   Result<std::string> literal(const Json& value);
   Result<std::string> key_not_in(const std::vector<std::string>& names, const std::string& path);
+
+  // `schema` with `not`, `if`/`then`/`else` and the dependency keywords rewritten into allOf /
+  // anyOf of schemas the grammar enforces (json_schema_negate.cc).
+  Result<Json> rewrite_conditionals(const Json& schema, const std::string& path);
+  // A schema valid exactly where `schema` is invalid; kUnsupported when a keyword has no
+  // negation the grammar can express.
+  Result<Json> negate(const Json& schema, const std::string& path, int depth);
+  // oneOf: branch i of `branches` and no other branch it may share a value with.
+  Result<std::string> exclusive_branch(const std::vector<Json>& branches, size_t i,
+                                       const std::vector<size_t>& overlapping,
+                                       const std::string& path);
+  // The grammar of `type` values when `$strata:notEnum` excludes some of them ("" when it
+  // excludes none).
+  Result<std::string> excluded_values(const Json& schema, const std::string& type,
+                                      const std::string& path);
 
   // Whether no value can be valid under both schemas (as far as types, const/enum and
   // required properties show); false when unsure.

@@ -7,68 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/regex_to_gbnf_charset.h"
+
 namespace strata::grammar {
-namespace {
-
-constexpr uint32_t kMaxCodePoint = 0x10FFFF;
-
-// A set of Unicode code points as sorted, disjoint, non-adjacent closed ranges.
-class CharSet {
- public:
-  void add(uint32_t lo, uint32_t hi) {
-    ranges_.emplace_back(lo, hi);
-    normalize();
-  }
-  void add(const CharSet& other) {
-    ranges_.insert(ranges_.end(), other.ranges_.begin(), other.ranges_.end());
-    normalize();
-  }
-  CharSet complement() const {
-    CharSet out;
-    uint32_t next = 0;
-    for (const auto& [lo, hi] : ranges_) {
-      if (lo > next) out.ranges_.emplace_back(next, lo - 1);
-      next = hi + 1;
-    }
-    if (next <= kMaxCodePoint) out.ranges_.emplace_back(next, kMaxCodePoint);
-    return out;
-  }
-  CharSet intersect(const CharSet& other) const {
-    CharSet out;
-    for (const auto& [a, b] : ranges_) {
-      for (const auto& [c, d] : other.ranges_) {
-        const uint32_t lo = std::max(a, c), hi = std::min(b, d);
-        if (lo <= hi) out.ranges_.emplace_back(lo, hi);
-      }
-    }
-    out.normalize();
-    return out;
-  }
-  bool contains(uint32_t c) const {
-    for (const auto& [lo, hi] : ranges_) {
-      if (c >= lo && c <= hi) return true;
-    }
-    return false;
-  }
-  bool empty() const { return ranges_.empty(); }
-  const std::vector<std::pair<uint32_t, uint32_t>>& ranges() const { return ranges_; }
-
- private:
-  void normalize() {
-    std::sort(ranges_.begin(), ranges_.end());
-    std::vector<std::pair<uint32_t, uint32_t>> merged;
-    for (const auto& r : ranges_) {
-      if (!merged.empty() && r.first <= merged.back().second + 1) {
-        merged.back().second = std::max(merged.back().second, r.second);
-      } else {
-        merged.push_back(r);
-      }
-    }
-    ranges_ = std::move(merged);
-  }
-  std::vector<std::pair<uint32_t, uint32_t>> ranges_;
-};
-
+namespace regex_detail {
 CharSet range_set(uint32_t lo, uint32_t hi) {
   CharSet s;
   s.add(lo, hi);
@@ -197,10 +139,46 @@ std::string charset_gbnf(const CharSet& set) {
   return out + ")";
 }
 
+}  // namespace regex_detail
+
+namespace {
+
+using namespace regex_detail;  // NOLINT: the parser is this file's use of them
+
 // Recursive-descent parser for the ECMA-262 pattern grammar, writing GBNF as it goes.
 class RegexParser {
  public:
   explicit RegexParser(std::string_view pattern) : pattern_(pattern) {}
+
+  // One character atom at `pos` ('[...]', '.', an escape or a literal code point): its set,
+  // and the offset after it.
+  Result<CharSet> char_atom(size_t pos, size_t* end) {
+    pos_ = pos;
+    CharSet set;
+    const char c = peek();
+    if (c == '[') {
+      ++pos_;
+      STRATA_ASSIGN_OR_RETURN(set, parse_class());
+    } else if (c == '.') {
+      ++pos_;
+      set = dot_set();
+    } else if (c == '\\') {
+      ++pos_;
+      STRATA_ASSIGN_OR_RETURN(set, parse_escape(/*in_class=*/false));
+    } else {
+      STRATA_ASSIGN_OR_RETURN(uint32_t code, next_code_point());
+      set = range_set(code, code);
+    }
+    *end = pos_;
+    return set;
+  }
+
+  bool braces_at(size_t pos, int* min, int* max, size_t* end) {
+    pos_ = pos;
+    if (!parse_braces(min, max)) return false;
+    *end = pos_;
+    return true;
+  }
 
   // One quantified atom of a sequence, with the lengths (in characters) it can match; -1 is
   // unbounded. A single-character atom under a quantifier keeps its parts so that a length
@@ -652,6 +630,18 @@ class RegexParser {
 };
 
 }  // namespace
+
+namespace regex_detail {
+
+Result<CharSet> parse_char_atom(std::string_view pattern, size_t pos, size_t* end) {
+  return RegexParser(pattern).char_atom(pos, end);
+}
+
+bool parse_repeat_braces(std::string_view pattern, size_t pos, int* min, int* max, size_t* end) {
+  return RegexParser(pattern).braces_at(pos, min, max, end);
+}
+
+}  // namespace regex_detail
 
 std::string json_char_gbnf() {
   // A plain character, a short escape, or \uXXXX naming a non-surrogate code point (a

@@ -260,10 +260,10 @@ TEST(JsonSchemaToGbnf, WhitespaceIsBounded) {
 
 TEST(JsonSchemaToGbnf, UnenforceableKeywordsAreErrorsUnlessBestEffort) {
   for (const char* schema :
-       {R"({"not":{"type":"string"}})", R"({"type":"object","minProperties":2})",
+       {R"({"not":{"items":{"type":"string"}}})", R"({"type":"object","minProperties":2})",
         R"({"type":"number","multipleOf":0.5})", R"({"$ref":"http://x.org/s.json"})",
         R"({"type":"array","uniqueItems":true})", R"({"type":"string","format":"hostname"})",
-        R"({"if":{"type":"string"},"then":{"minLength":2}})"}) {
+        R"({"if":{"multipleOf":3},"then":{"minimum":2}})"}) {
     auto gbnf = json_schema_to_gbnf(schema);
     ASSERT_FALSE(gbnf.ok()) << schema;
     EXPECT_EQ(gbnf.error().code, ErrorCode::kUnsupported) << schema << gbnf.error().message;
