@@ -22,6 +22,7 @@
 #include "kernels/dot_k-inl.h"
 #include "kernels/dot_q32-inl.h"
 #include "kernels/quantize_act-inl.h"
+#include "kernels/tile_k-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace strata::kernels::HWY_NAMESPACE {
@@ -77,52 +78,90 @@ HWY_INLINE void DotRowTile(DType type, const uint8_t* row, const uint8_t* act, s
   }
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// The register-tiled kernels, each with its packed activation unit (Act) and the elements one
+// unit covers.
 #if HWY_TARGET == HWY_AVX3_DL
-template <class Format, size_t kR>
-HWY_INLINE void TileQ32(size_t tile, const uint8_t* w, size_t w_stride, const ActPairQ8* const* a,
-                        size_t pairs, float* out) {
+template <class Format>
+struct Q32Tile {
+  using Act = ActPairQ8;
+  static constexpr size_t kElements = 2 * kQK32;
+  template <size_t kR, size_t kT>
+  static void Run(const uint8_t* w, size_t w_stride, const Act* const* a, size_t units,
+                  float* out) {
+    TileQ32Vnni<Format, kR, kT>(w, w_stride, a, units, out);
+  }
+};
+#endif  // HWY_AVX3_DL
+
+template <class Block>
+struct Q45KTile {
+  using Act = ActBlockQ8KTiled;
+  static constexpr size_t kElements = kQK_K;
+  template <size_t kR, size_t kT>
+  static void Run(const uint8_t* w, size_t w_stride, const Act* const* a, size_t units,
+                  float* out) {
+    TileQ45K<Block, kR, kT>(w, w_stride, a, units, out);
+  }
+};
+
+struct Q6KTile {
+  using Act = ActBlockQ8KTiled;
+  static constexpr size_t kElements = kQK_K;
+  template <size_t kR, size_t kT>
+  static void Run(const uint8_t* w, size_t w_stride, const Act* const* a, size_t units,
+                  float* out) {
+    TileQ6K<kR, kT>(w, w_stride, a, units, out);
+  }
+};
+
+template <class Tile, size_t kR>
+HWY_INLINE void RunTile(size_t tile, const uint8_t* w, size_t w_stride,
+                        const typename Tile::Act* const* a, size_t units, float* out) {
   switch (tile) {
     case 1:
-      return TileQ32Vnni<Format, kR, 1>(w, w_stride, a, pairs, out);
+      return Tile::template Run<kR, 1>(w, w_stride, a, units, out);
     case 2:
-      return TileQ32Vnni<Format, kR, 2>(w, w_stride, a, pairs, out);
+      return Tile::template Run<kR, 2>(w, w_stride, a, units, out);
     case 3:
-      return TileQ32Vnni<Format, kR, 3>(w, w_stride, a, pairs, out);
+      return Tile::template Run<kR, 3>(w, w_stride, a, units, out);
     default:
-      return TileQ32Vnni<Format, kR, 4>(w, w_stride, a, pairs, out);
+      return Tile::template Run<kR, 4>(w, w_stride, a, units, out);
   }
 }
 
-// Rows [row_begin, row_end) for every token from ActPairQ8 activations, kTileRows rows by
-// kMaxTileTokens tokens at a time.
-template <class Format>
+// Rows [row_begin, row_end) for every token from packed activations (Tile::Act units), kTileRows
+// rows by kMaxTileTokens tokens at a time.
+template <class Tile>
 void MatmulRowsTiled(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
                      size_t cols, const uint8_t* packed, size_t n_tokens, float* y,
                      size_t y_stride) {
+  using Act = typename Tile::Act;
   constexpr size_t kTileRows = 4;
-  const size_t pairs = cols / (2 * kQK32);
-  const size_t packed_stride = pairs * sizeof(ActPairQ8);
+  const size_t units = cols / Tile::kElements;
+  const size_t packed_stride = units * sizeof(Act);
   float out[kTileRows * kMaxTileTokens];
   for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
     const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
-    const ActPairQ8* a[kMaxTileTokens];
+    const Act* a[kMaxTileTokens];
     for (size_t t = 0; t < tile; ++t) {
-      a[t] = reinterpret_cast<const ActPairQ8*>(packed + (t0 + t) * packed_stride);
+      a[t] = reinterpret_cast<const Act*>(packed + (t0 + t) * packed_stride);
     }
     for (size_t r = row_begin; r < row_end; r += kTileRows) {
       const size_t n_rows = std::min(kTileRows, row_end - r);
+      const uint8_t* rows = w + r * w_stride;
       switch (n_rows) {
         case 1:
-          TileQ32<Format, 1>(tile, w + r * w_stride, w_stride, a, pairs, out);
+          RunTile<Tile, 1>(tile, rows, w_stride, a, units, out);
           break;
         case 2:
-          TileQ32<Format, 2>(tile, w + r * w_stride, w_stride, a, pairs, out);
+          RunTile<Tile, 2>(tile, rows, w_stride, a, units, out);
           break;
         case 3:
-          TileQ32<Format, 3>(tile, w + r * w_stride, w_stride, a, pairs, out);
+          RunTile<Tile, 3>(tile, rows, w_stride, a, units, out);
           break;
         default:
-          TileQ32<Format, kTileRows>(tile, w + r * w_stride, w_stride, a, pairs, out);
+          RunTile<Tile, kTileRows>(tile, rows, w_stride, a, units, out);
           break;
       }
       for (size_t i = 0; i < n_rows; ++i) {
@@ -131,11 +170,16 @@ void MatmulRowsTiled(const uint8_t* w, size_t w_stride, size_t row_begin, size_t
     }
   }
 }
-#endif  // HWY_AVX3_DL
+#endif  // HWY_AVX3 || HWY_AVX3_DL
 
 // True if this target has a register-tiled kernel for the type and row length (which then reads
-// activations packed by PackTiledActivations: kTiledBytesPerElement bytes per element).
+// activations packed by PackTiledActivations, tiled_row_bytes per token).
 bool HasTiledKernel(DType type, size_t cols) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) {
+    return cols % kQK_K == 0;
+  }
+#endif
 #if HWY_TARGET == HWY_AVX3_DL
   static_assert(sizeof(ActPairQ8) == 2 * kQK32 * 2);
   return (type == DType::kQ4_0 || type == DType::kQ5_0 || type == DType::kQ8_0) &&
@@ -147,12 +191,20 @@ bool HasTiledKernel(DType type, size_t cols) {
 #endif
 }
 
-// One token's ActBlockQ8 row (cols elements) to the tiled kernel's layout.
-void PackTiledActivations(const uint8_t* act, size_t cols, uint8_t* dst) {
+// One token's quantized activation row (cols elements: ActBlockQ8 or BlockQ8_K) to the layout
+// the type's tiled kernel reads.
+void PackTiledActivations(DType type, const uint8_t* act, size_t cols, uint8_t* dst) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) {
+    return PackActK(type != DType::kQ6_K, reinterpret_cast<const BlockQ8_K*>(act), cols / kQK_K,
+                    reinterpret_cast<ActBlockQ8KTiled*>(dst));
+  }
+#endif
 #if HWY_TARGET == HWY_AVX3_DL
   PackActPairs(reinterpret_cast<const ActBlockQ8*>(act), cols / kQK32,
                reinterpret_cast<ActPairQ8*>(dst));
 #else
+  (void)type;
   (void)act;
   (void)cols;
   (void)dst;
@@ -166,18 +218,31 @@ void PackTiledActivations(const uint8_t* act, size_t cols, uint8_t* dst) {
 void MatmulRows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
                 size_t cols, const uint8_t* act, size_t act_stride, const uint8_t* packed,
                 size_t n_tokens, float* y, size_t y_stride) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if (packed != nullptr) {
     switch (type) {
+      case DType::kQ4_K:
+        return MatmulRowsTiled<Q45KTile<BlockQ4_K>>(w, w_stride, row_begin, row_end, cols, packed,
+                                                    n_tokens, y, y_stride);
+      case DType::kQ5_K:
+        return MatmulRowsTiled<Q45KTile<BlockQ5_K>>(w, w_stride, row_begin, row_end, cols, packed,
+                                                    n_tokens, y, y_stride);
+      case DType::kQ6_K:
+        return MatmulRowsTiled<Q6KTile>(w, w_stride, row_begin, row_end, cols, packed, n_tokens, y,
+                                        y_stride);
+#if HWY_TARGET == HWY_AVX3_DL
       case DType::kQ4_0:
-        return MatmulRowsTiled<Q4_0Format>(w, w_stride, row_begin, row_end, cols, packed, n_tokens,
-                                           y, y_stride);
+        return MatmulRowsTiled<Q32Tile<Q4_0Format>>(w, w_stride, row_begin, row_end, cols, packed,
+                                                    n_tokens, y, y_stride);
       case DType::kQ5_0:
-        return MatmulRowsTiled<Q5_0Format>(w, w_stride, row_begin, row_end, cols, packed, n_tokens,
-                                           y, y_stride);
+        return MatmulRowsTiled<Q32Tile<Q5_0Format>>(w, w_stride, row_begin, row_end, cols, packed,
+                                                    n_tokens, y, y_stride);
+      case DType::kQ8_0:
+        return MatmulRowsTiled<Q32Tile<Q8_0Format>>(w, w_stride, row_begin, row_end, cols, packed,
+                                                    n_tokens, y, y_stride);
+#endif
       default:
-        return MatmulRowsTiled<Q8_0Format>(w, w_stride, row_begin, row_end, cols, packed, n_tokens,
-                                           y, y_stride);
+        break;  // HasTiledKernel said no; never packed
     }
   }
 #else
@@ -225,7 +290,13 @@ HWY_EXPORT(TargetName);
 
 namespace {
 
-constexpr size_t kTiledBytesPerElement = 2;
+// Bytes per token of the activations the type's tiled kernel reads (see HasTiledKernel).
+size_t tiled_row_bytes(DType type, size_t cols) {
+  if (activation_format(type) == ActivationFormat::kQ8_K) {
+    return cols / kQK_K * sizeof(ActBlockQ8KTiled);
+  }
+  return 2 * cols;  // ActPairQ8: a byte and a broadcast f32 scale share per element pair
+}
 
 // Multiply-adds below which handing a task to another thread costs more than it saves (a wake-up
 // is microseconds, far more when the cores are shared).
@@ -276,14 +347,18 @@ void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x,
     });
     act = quantized.data();
   }
-  // The tiled kernel pays off once a tile of tokens shares each weight block.
+  // The Q32 tiled kernels pay off once a tile of tokens shares each weight block; the K ones also
+  // beat the per-row kernel on one token, and running them for any token count keeps a row's
+  // result independent of how many tokens share the call.
   AlignedBuffer<uint8_t> packed;
-  if (n_tokens > 1 && HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols)) {
-    packed = AlignedBuffer<uint8_t>(kTiledBytesPerElement * cols * n_tokens);
+  if ((n_tokens > 1 || format == ActivationFormat::kQ8_K) &&
+      HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols)) {
+    const size_t packed_stride = tiled_row_bytes(type, cols);
+    packed = AlignedBuffer<uint8_t>(packed_stride * n_tokens);
     uint8_t* dst = packed.data();
     pool.parallel_for(n_tokens, [&](size_t t, size_t) {
       HWY_DYNAMIC_DISPATCH(PackTiledActivations)
-      (act + t * act_stride, cols, dst + t * kTiledBytesPerElement * cols);
+      (type, act + t * act_stride, cols, dst + t * packed_stride);
     });
   }
   const size_t w_stride = row_bytes(type, cols);

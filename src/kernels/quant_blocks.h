@@ -108,6 +108,17 @@ struct ActBlockQ8 {
   int32_t sum;
 };
 
+// One K-format activation super-block as the tiled AVX-512 kernels read it (tile_k-inl.h):
+// cache-line aligned, quants in the order the weight format unpacks them into 64-byte registers,
+// and the sums each format's offset or min term needs, precomputed once per token.
+struct alignas(64) ActBlockQ8KTiled {
+  int8_t qs[kQK_K];    // Q4_K/Q5_K: 32-element sub-blocks in the order 0,2,1,3,4,6,5,7; Q6_K: as is
+  float sub_sums[16];  // d * (bsums[2s] + bsums[2s + 1]) for sub-block s < 8; lanes 8-15 zero
+  int16_t bsums[16];   // BlockQ8_K::bsums (Q6_K's -32 offset)
+  float d;
+  float zero[7];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -120,5 +131,6 @@ static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(ActBlockQ8) == 40);
+static_assert(sizeof(ActBlockQ8KTiled) == 384);
 
 }  // namespace strata::kernels

@@ -178,6 +178,46 @@ TEST_P(QuantizedMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatte
   });
 }
 
+// The register-tiled kernels take up to 4 rows by 4 tokens per pass; every remainder (1-3 rows,
+// 1-3 tokens, alone or together) must give each (row, token) the scalar twin's result. One
+// thread, so that the rows are not split into chunks whose sizes would hide the remainders.
+TEST_P(QuantizedMatmulTest, MatmulMatchesTwinForRaggedRowAndTokenCounts) {
+  const DType type = GetParam();
+  ThreadPool pool(1);
+  const size_t cols = 512;
+  const size_t stride = row_bytes(type, cols);
+  for (size_t rows : {1, 2, 3, 4, 5, 6, 7, 9}) {
+    const std::vector<uint8_t> w = random_rows(type, rows, cols, 300 + rows);
+    for (size_t n_tokens : {1, 2, 3, 4, 5, 6, 7, 11}) {
+      const std::vector<float> x = random_activations(cols * n_tokens, 400 + n_tokens);
+      std::vector<QuantizedActivations> xq;
+      for (size_t t = 0; t < n_tokens; ++t) {
+        xq.push_back(
+            quantize(type, std::vector<float>(x.begin() + t * cols, x.begin() + (t + 1) * cols)));
+      }
+      for_each_simd_target([&] {
+        std::vector<float> y(rows * n_tokens);
+        matmul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool);
+        for (size_t t = 0; t < n_tokens; ++t) {
+          for (size_t r = 0; r < rows; ++r) {
+            const uint8_t* row = w.data() + r * stride;
+            std::vector<float> wr(cols);
+            reference::dequantize_row_ref(type, row, wr.data(), cols);
+            double magnitude = 0;
+            for (size_t c = 0; c < cols; ++c) {
+              magnitude += std::abs(double(wr[c]) * xq[t].values[c]);
+            }
+            const float twin = reference::dot_quantized_ref(type, row, xq[t].bytes.data(), cols);
+            ASSERT_NEAR(y[t * rows + r], twin, 1e-5 * magnitude + 1e-6)
+                << dtype_name(type) << " " << rows << " rows x " << n_tokens << " tokens: row " << r
+                << " token " << t;
+          }
+        }
+      });
+    }
+  }
+}
+
 // The dispatched SIMD quantizer is the one matvec uses; it must produce the very bytes the scalar
 // reference (which the twin tests are built on) produces, ties and clamps included.
 TEST(QuantizeActivationsTest, SimdMatchesScalarBitForBit) {
