@@ -18,6 +18,7 @@
 // Must come after foreach_target.h.
 #include "hwy/highway.h"
 #include "kernels/dot_common-inl.h"
+#include "kernels/dot_f32_ordered-inl.h"
 #include "kernels/dot_float-inl.h"
 #include "kernels/dot_k-inl.h"
 #include "kernels/dot_q32-inl.h"
@@ -248,6 +249,10 @@ void MatmulRows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin,
 #else
   (void)packed;
 #endif
+  if (type == DType::kF32) {
+    return MatmulRowsF32(reinterpret_cast<const float*>(w), row_begin, row_end, cols,
+                         reinterpret_cast<const float*>(act), n_tokens, y, y_stride);
+  }
   float out[kMaxTileTokens];
   for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
     const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);

@@ -12,6 +12,8 @@
 // Must come after foreach_target.h.
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "kernels/dot_f32_ordered-inl.h"
+#include "kernels/exp_poly-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace strata::kernels::HWY_NAMESPACE {
@@ -67,8 +69,23 @@ float DotImpl(const float* a, const float* b, size_t n) {
   return hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
 }
 
+// y = x / sqrt(mean(x^2) + eps) * weight. The squares are f32 products summed in double (exact
+// enough that the order does not matter), and x is scaled before the weight multiplies it: the
+// reference engine's rounding, which F32 models need to agree with it bit for bit.
 void RmsNorm(const float* x, const float* weight, float* out, size_t n, float eps) {
-  const float mean_sq = DotImpl(x, x, n) / static_cast<float>(n);
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df_half;  // as many floats as dd has doubles
+  const size_t lanes = hn::Lanes(dd);
+  auto acc0 = hn::Zero(dd), acc1 = hn::Zero(dd);
+  size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto v0 = hn::LoadU(df_half, x + i), v1 = hn::LoadU(df_half, x + i + lanes);
+    acc0 = hn::Add(acc0, hn::PromoteTo(dd, hn::Mul(v0, v0)));
+    acc1 = hn::Add(acc1, hn::PromoteTo(dd, hn::Mul(v1, v1)));
+  }
+  double sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(acc0, acc1)));
+  for (; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float mean_sq = static_cast<float>(sum / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean_sq + eps);
   const DF df;
   const VF vscale = hn::Set(df, scale);
@@ -89,13 +106,20 @@ void Softmax(float* x, size_t n) {
   Map2(x, nullptr, x, n, [&](VF v, VF) { return hn::Mul(v, inv); });
 }
 
+// gate = silu(gate) * up, silu(g) = g / (1 + exp(-g)). Whole groups of 16 use ExpPoly (the
+// reference engine's vector exp); the last n % 16 elements use the C library's expf, as it does.
 void Swiglu(float* gate, const float* up, size_t n) {
-  const DF df;
-  const VF one = hn::Set(df, 1.0f);
-  Map2(gate, up, gate, n, [&](VF g, VF u) {
-    const VF silu = hn::Div(g, hn::Add(one, hn::Exp(df, hn::Neg(g))));
-    return hn::Mul(silu, u);
-  });
+  const DGroup d;
+  const size_t lanes = hn::Lanes(d);
+  const VGroup one = hn::Set(d, 1.0f);
+  const size_t n16 = n & ~size_t{15};
+  size_t i = 0;
+  for (; i < n16; i += lanes) {
+    const VGroup g = hn::LoadU(d, gate + i);
+    const VGroup silu = hn::Div(g, hn::Add(one, ExpPoly(d, hn::Neg(g))));
+    hn::StoreU(hn::Mul(silu, hn::LoadU(d, up + i)), d, gate + i);
+  }
+  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
 void Add(float* y, const float* x, size_t n) {

@@ -51,9 +51,11 @@ void rotate_head(float* x, const float* cos_theta, const float* sin_theta, size_
     // Normal style pairs adjacent dimensions; NeoX pairs dimension i with i + rope_dims/2.
     float* a = style == RopeStyle::kNormal ? &x[2 * i] : &x[i];
     float* b = style == RopeStyle::kNormal ? &x[2 * i + 1] : &x[i + half];
+    // The x0 products are fused, as in the reference engine's compiled rotation: F32 models
+    // then agree with it bit for bit (see kernels/dot_f32_ordered-inl.h for why that matters).
     const float x0 = *a, x1 = *b;
-    *a = x0 * cos_theta[i] - x1 * sin_theta[i];
-    *b = x0 * sin_theta[i] + x1 * cos_theta[i];
+    *a = std::fma(x0, cos_theta[i], -(x1 * sin_theta[i]));
+    *b = std::fma(x0, sin_theta[i], x1 * cos_theta[i]);
   }
 }
 
@@ -120,7 +122,8 @@ void attention(const ModelConfig& c, size_t layer, const Batch& batch, const flo
 }
 
 void swiglu_rows(float* gate, const float* up, size_t n_tokens, size_t n) {
-  kernels::swiglu(gate, up, n_tokens * n);
+  // Row by row: the kernel's rounding depends on where a row ends (see kernels::swiglu).
+  for (size_t t = 0; t < n_tokens; ++t) kernels::swiglu(gate + t * n, up + t * n, n);
 }
 
 void residual_add(float* x, const float* y, size_t n_tokens, size_t n) {

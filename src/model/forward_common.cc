@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <vector>
 
 #include "model/blocks.h"
@@ -5,10 +6,11 @@
 
 namespace strata::model {
 
-void feed_forward(const ForwardContext& ctx, const LayerWeights& lw) {
+void feed_forward(const ForwardContext& ctx, const LayerWeights& lw, size_t n_rows) {
   const ModelConfig& c = ctx.c;
-  const size_t T = ctx.batch.size();
+  const size_t T = n_rows;
   Activations& a = ctx.a;
+  if (T == 0) return;
   rms_norm_rows(a.x.data(), lw.ffn_norm, T, c.n_embd, c.rms_eps, a.xb.data());
   linear(lw.w_gate, a.xb.data(), T, a.hb.data(), ctx.pool);  // hb: [T][n_ff]
   linear(lw.w_up, a.xb.data(), T, a.hb2.data(), ctx.pool);   // hb2: [T][n_ff]
@@ -17,19 +19,27 @@ void feed_forward(const ForwardContext& ctx, const LayerWeights& lw) {
   residual_add(a.x.data(), a.out.data(), T, c.n_embd);
 }
 
-void output_logits(const ForwardContext& ctx) {
-  const ModelConfig& c = ctx.c;
+size_t keep_logit_rows(const ForwardContext& ctx) {
+  const size_t n = ctx.c.n_embd;
   Activations& a = ctx.a;
-  // Gather the rows that want logits into xb: [n_out][n_embd], normalized.
   size_t n_out = 0;
   for (size_t t = 0; t < ctx.batch.size(); ++t) {
     if (!ctx.batch[t].want_logits) continue;
-    rms_norm_rows(a.x.data() + t * c.n_embd, ctx.w.output_norm, 1, c.n_embd, c.rms_eps,
-                  a.xb.data() + n_out * c.n_embd);
+    if (t != n_out) {
+      std::copy_n(a.x.data() + t * n, n, a.x.data() + n_out * n);
+      std::copy_n(a.out.data() + t * n, n, a.out.data() + n_out * n);
+    }
     ++n_out;
   }
-  if (n_out > 0)
-    linear(ctx.w.output, a.xb.data(), n_out, ctx.logits, ctx.pool);  // [n_out][n_vocab]
+  return n_out;
+}
+
+void output_logits(const ForwardContext& ctx, size_t n_out) {
+  const ModelConfig& c = ctx.c;
+  Activations& a = ctx.a;
+  if (n_out == 0) return;
+  rms_norm_rows(a.x.data(), ctx.w.output_norm, n_out, c.n_embd, c.rms_eps, a.xb.data());
+  linear(ctx.w.output, a.xb.data(), n_out, ctx.logits, ctx.pool);  // [n_out][n_vocab]
 }
 
 }  // namespace strata::model

@@ -7,7 +7,7 @@ namespace strata::model {
 
 void forward_qwen3(const ForwardContext& ctx) {
   const ModelConfig& c = ctx.c;
-  const size_t T = ctx.batch.size();
+  size_t T = ctx.batch.size();  // rows in flight; the last layer keeps only logit rows
   Activations& a = ctx.a;
 
   embed_tokens(ctx.w.token_embd, ctx.batch, a.x.data());  // x: [T][n_embd]
@@ -25,11 +25,12 @@ void forward_qwen3(const ForwardContext& ctx) {
     attention(c, l, ctx.batch, a.q.data(), a.k.data(), a.v.data(), ctx.cache, a.att.data(),
               ctx.pool);                                     // att: [T][n_heads * head_dim]
     linear(lw.wo, a.att.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
+    if (l + 1 == c.n_layers) T = keep_logit_rows(ctx);       // x, out: [n_out][n_embd]
     residual_add(a.x.data(), a.out.data(), T, c.n_embd);
 
-    feed_forward(ctx, lw);  // x += W_down · (silu(W_gate · norm(x)) * (W_up · norm(x)))
+    feed_forward(ctx, lw, T);  // x += W_down · (silu(W_gate · norm(x)) * (W_up · norm(x)))
   }
-  output_logits(ctx);
+  output_logits(ctx, T);
 }
 
 }  // namespace strata::model

@@ -93,10 +93,9 @@ TEST_P(ReferenceTest, LastPositionLogitsMatch) {
   // The argmax is the first greedy token: it must agree exactly.
   EXPECT_EQ(std::max_element(got->begin(), got->end()) - got->begin(),
             std::max_element(want.begin(), want.end()) - want.begin());
-  // Known deviation, under investigation: the 205-token prompt differs by ~6e-3 (its 64 greedy
-  // tokens match exactly); prompts of a few tokens agree to ~5e-6.
-  const double tolerance = GetParam() == "long_200" ? 1e-2 : 1e-4;
-  EXPECT_LE(max_diff, tolerance);
+  // F32 weights sum in the reference's order (kernels/dot_f32_ordered-inl.h), so every case,
+  // the 205-token one included, agrees to a few ulp; 1e-4 leaves room for non-FMA targets.
+  EXPECT_LE(max_diff, 1e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stories260K, ReferenceTest, ::testing::ValuesIn(reference_cases()),

@@ -24,4 +24,11 @@ void for_each_simd_target(const Fn& body) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Whether the active target fuses multiply-adds in hardware (Highway's MulAdd is then one
+// rounding), which the bit-exact comparisons with the scalar twins need.
+inline bool active_target_has_fma() {
+  const std::string name = active_simd_target();
+  return name == "AVX2" || name == "AVX3" || name == "AVX3_DL" || name == "NEON";
+}
+
 }  // namespace strata::kernels

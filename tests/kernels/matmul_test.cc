@@ -10,6 +10,7 @@
 
 #include "base/fp16.h"
 #include "for_each_target.h"
+#include "kernels/reference/ops_ref.h"
 
 namespace strata::kernels {
 namespace {
@@ -107,6 +108,41 @@ TEST_P(FloatMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatter) {
 INSTANTIATE_TEST_SUITE_P(Types, FloatMatmulTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// F32 products sum in a fixed order: Blocked16 for two or more tokens with rows % 4 == 0 and
+// cols % 16 == 0, Quad16 otherwise. With FMA every target equals the scalar twins bit for bit.
+TEST(MatmulTest, F32SumsInTheFixedOrderOnEveryTarget) {
+  struct Shape {
+    size_t rows, cols, n_tokens;
+    bool blocked;
+  };
+  const Shape shapes[] = {{8, 64, 1, false}, {8, 64, 5, true},    {8, 172, 5, false},
+                          {6, 64, 5, false}, {12, 4096, 3, true}, {4, 4096, 1, false},
+                          {4, 200, 1, false}};
+  ThreadPool pool(2);
+  for_each_simd_target([&] {
+    for (const Shape& sh : shapes) {
+      SCOPED_TRACE(testing::Message() << sh.rows << "x" << sh.cols << " tokens " << sh.n_tokens);
+      const std::vector<float> w = random_vector(sh.rows * sh.cols, 11);
+      const std::vector<float> x = random_vector(sh.n_tokens * sh.cols, 12);
+      std::vector<float> y(sh.n_tokens * sh.rows);
+      matmul(DType::kF32, w.data(), sh.rows, sh.cols, x.data(), sh.n_tokens, y.data(), pool);
+      for (size_t t = 0; t < sh.n_tokens; ++t) {
+        for (size_t r = 0; r < sh.rows; ++r) {
+          const float* wr = w.data() + r * sh.cols;
+          const float* xt = x.data() + t * sh.cols;
+          const float want = sh.blocked ? reference::dot_f32_blocked16_ref(wr, xt, sh.cols)
+                                        : reference::dot_f32_quad16_ref(wr, xt, sh.cols);
+          if (active_target_has_fma()) {
+            ASSERT_EQ(y[t * sh.rows + r], want) << t << " " << r;
+          } else {
+            ASSERT_NEAR(y[t * sh.rows + r], want, 1e-5 * (std::abs(want) + 1)) << t << " " << r;
+          }
+        }
+      }
+    }
+  });
+}
 
 TEST(MatmulTest, UnsupportedTypeOrShapeGivesNaN) {
   ThreadPool pool(1);

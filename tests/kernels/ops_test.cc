@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "for_each_target.h"
+#include "kernels/reference/ops_ref.h"
 
 namespace strata::kernels {
 namespace {
@@ -81,6 +82,39 @@ TEST(OpsTest, SwigluMatchesFormula) {
       }
     }
   });
+}
+
+// Whole groups of 16 use the polynomial exp, the rest of a row the C library's: the scalar twin
+// does the same, and with FMA every target matches it bit for bit.
+TEST(OpsTest, SwigluEqualsItsScalarTwin) {
+  for_each_simd_target([&] {
+    for (size_t n : {size_t{1}, size_t{15}, size_t{16}, size_t{172}, size_t{4099}}) {
+      const std::vector<float> g = random_vector(n, 8, 12.0f), u = random_vector(n, 9, 2.0f);
+      std::vector<float> got = g, want = g;
+      swiglu(got.data(), u.data(), n);
+      reference::swiglu_ref(want.data(), u.data(), n);
+      for (size_t i = 0; i < n; ++i) {
+        if (active_target_has_fma()) {
+          ASSERT_EQ(got[i], want[i]) << n << " " << i;
+        } else {
+          ASSERT_NEAR(got[i], want[i], 1e-6 * std::abs(want[i]) + 1e-7) << n << " " << i;
+        }
+      }
+    }
+  });
+}
+
+// The polynomial's error against the correctly rounded exp stays within 2 ulp over the range
+// where f32 exp is finite and normal, and saturates beyond it.
+TEST(OpsTest, PolynomialExpIsAccurate) {
+  for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
+    const double want = std::exp(static_cast<double>(x));
+    ASSERT_NEAR(reference::exp_poly_ref(x), want, 2.0 * want * 0x1p-23) << x;
+  }
+  EXPECT_EQ(reference::exp_poly_ref(0.0f), 1.0f);
+  EXPECT_EQ(reference::exp_poly_ref(-200.0f), 0.0f);
+  EXPECT_EQ(reference::exp_poly_ref(200.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(reference::exp_poly_ref(NAN)));
 }
 
 TEST(OpsTest, AddAxpyDot) {
