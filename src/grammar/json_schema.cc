@@ -521,8 +521,34 @@ std::vector<std::string> required_names(const Json& schema) {
 Result<bool> Converter::disjoint(const Json& a_in, const Json& b_in, const std::string& path,
                                  int depth) {
   if (depth > 6) return false;
-  STRATA_ASSIGN_OR_RETURN(Json a, inline_ref(a_in, path));
-  STRATA_ASSIGN_OR_RETURN(Json b, inline_ref(b_in, path));
+  // Each side with its $ref and allOf folded in; a side no value satisfies is disjoint from
+  // anything.
+  const auto flatten = [&](const Json& in) -> Result<std::optional<Json>> {
+    auto out = inline_ref(in, path);
+    if (!out.ok()) {
+      if (out.error().code == ErrorCode::kInvalidArgument) return std::optional<Json>();
+      return out.error();
+    }
+    if (!out->is_object() || !out->contains("allOf") || !(*out)["allOf"].is_array()) {
+      return std::optional<Json>(std::move(out).value());
+    }
+    Json merged = *out;
+    merged.erase("allOf");
+    for (const Json& part : (*out)["allOf"]) {
+      auto next = merge(merged, part, path);
+      if (!next.ok()) {
+        if (next.error().code == ErrorCode::kInvalidArgument) return std::optional<Json>();
+        return std::optional<Json>(std::move(out).value());  // unsure: compare unmerged
+      }
+      merged = std::move(next).value();
+    }
+    return std::optional<Json>(std::move(merged));
+  };
+  STRATA_ASSIGN_OR_RETURN(std::optional<Json> a_flat, flatten(a_in));
+  STRATA_ASSIGN_OR_RETURN(std::optional<Json> b_flat, flatten(b_in));
+  if (!a_flat || !b_flat) return true;
+  const Json& a = *a_flat;
+  const Json& b = *b_flat;
   if (!a.is_object() || !b.is_object()) return false;
   const std::set<std::string> types_a = possible_types(a), types_b = possible_types(b);
   if (!types_overlap(types_a, types_b)) return true;

@@ -133,6 +133,84 @@ Result<std::string> Converter::key_not_in(const std::vector<std::string>& names,
   return "\"\\\"\" " + names_of[0] + " \"\\\"\"";
 }
 
+Result<std::vector<std::string>> Converter::pattern_members(
+    const Json& patterns, const Json& additional, const std::vector<std::string>& declared,
+    const std::string& path) {
+  // Undeclared keys split by the set of patterns they match: a key matching some patterns
+  // must satisfy all of their schemas, a key matching none additionalProperties.
+  std::vector<std::string> sources;
+  std::vector<Json> schemas;
+  const bool additional_true = additional.is_boolean() && additional.get<bool>();
+  for (const auto& [pattern, sub] : patterns.items()) {
+    // A pattern that asks nothing of its keys' values differs from additionalProperties only
+    // when additionalProperties asks something.
+    if (additional_true && !has_validation_keywords(sub) && !sub.is_boolean()) continue;
+    if (additional_true && sub.is_boolean() && sub.get<bool>()) continue;
+    sources.push_back(pattern);
+    schemas.push_back(sub);
+  }
+  if (sources.size() > 8) {
+    return make_error(ErrorCode::kUnsupported,
+                      "more than 8 restricting patternProperties at " + path +
+                          " cannot be enforced by a grammar; remove some or ask for best effort");
+  }
+  std::vector<CharDfa> matches, misses;
+  for (const std::string& pattern : sources) {
+    auto dfa = CharDfa::from_pattern(pattern);
+    if (!dfa.ok()) return make_error(dfa.error().code, dfa.error().message + " (at " + path + ")");
+    misses.push_back(dfa->complement());
+    matches.push_back(std::move(dfa).value());
+  }
+  // Depth-first over which patterns a key matches, dropping key sets that become empty.
+  struct Class {
+    CharDfa keys;
+    Json schemas;
+  };
+  std::vector<Class> classes;
+  std::vector<Class> pending = {{CharDfa::literals(declared).complement(), Json::array()}};
+  std::vector<size_t> depth = {0};
+  while (!pending.empty()) {
+    Class current = std::move(pending.back());
+    const size_t i = depth.back();
+    pending.pop_back();
+    depth.pop_back();
+    if (current.keys.empty()) continue;
+    if (current.keys.size() > kMaxDfaStates || classes.size() + pending.size() > 64) {
+      return make_error(
+          ErrorCode::kUnsupported,
+          "patternProperties at " + path + " whose key classes need too large an automaton");
+    }
+    if (i == sources.size()) {
+      classes.push_back(std::move(current));
+      continue;
+    }
+    Json with = current.schemas;
+    with.push_back(schemas[i]);
+    pending.push_back({current.keys.intersect(misses[i]), current.schemas});
+    depth.push_back(i + 1);
+    pending.push_back({current.keys.intersect(matches[i]), with});
+    depth.push_back(i + 1);
+  }
+  std::vector<std::string> members;
+  for (const Class& c : classes) {
+    const Json& all = c.schemas;
+    const Json value_schema = all.empty()       ? additional
+                              : all.size() == 1 ? all[0]
+                                                : Json{{"allOf", all}};
+    if (value_schema.is_boolean() && !value_schema.get<bool>()) continue;
+    auto value =
+        visit(value_schema, path + (all.empty() ? "/additionalProperties" : "/patternProperties"));
+    if (!value.ok() && value.error().code == ErrorCode::kInvalidArgument) continue;
+    if (!value.ok()) return value.error();
+    const std::string hint = path + "/key";
+    const std::string key = c.keys.to_gbnf(
+        [&] { return new_rule(hint); },
+        [&](const std::string& name, std::string body) { set_rule(name, std::move(body)); });
+    members.push_back("\"\\\"\" " + key + " \"\\\"\" " + base("ws") + " \":\" ws " + *value);
+  }
+  return members;
+}
+
 Result<std::string> Converter::object_grammar(const Json& schema, const std::string& path) {
   for (const char* keyword :
        {"dependencies", "dependentRequired", "dependentSchemas", "unevaluatedProperties"}) {
@@ -215,55 +293,14 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
   }
   // Members beyond the declared ones.
   std::vector<std::string> extras;
-  for (const auto& [pattern, sub] : patterns.items()) {
-    if (sub.is_boolean() && !sub.get<bool>()) continue;
-    auto key = regex_to_gbnf(pattern);
-    if (!key.ok()) {
-      if (key.error().code == ErrorCode::kUnsupported && options_.best_effort) continue;
-      return make_error(key.error().code, key.error().message + " (at " + path + ")");
-    }
-    STRATA_ASSIGN_OR_RETURN(std::string value, visit(sub, path + "/patternProperties"));
-    extras.push_back("\"\\\"\" " + *key + " \"\\\"\" " + base("ws") + " \":\" ws " + value);
-  }
-  // Patterns that every key matches (".*", "^.*$", "^[a-z]*"): no key is additional, each must
-  // satisfy all of them.
-  bool all_keys_match_patterns = !patterns.empty();
-  Json all_patterns = Json::array();
-  for (const auto& [pattern, sub] : patterns.items()) {
-    all_patterns.push_back(sub);
-    for (const char* probe : {"", "a", "Zz_9", "x-y.z", "a b", "$ref", "\u00e9t\u00e9"}) {
-      std::optional<bool> match = regex_search(pattern, probe);
-      if (!match || !*match) all_keys_match_patterns = false;
-    }
-  }
-  if (all_keys_match_patterns) {
-    extras.clear();
-    const Json value_schema =
-        all_patterns.size() == 1 ? all_patterns[0] : Json{{"allOf", all_patterns}};
-    if (!(value_schema.is_boolean() && !value_schema.get<bool>())) {
+  if (patterns.empty()) {
+    if (!(additional.is_boolean() && !additional.get<bool>())) {
       STRATA_ASSIGN_OR_RETURN(std::string key, key_not_in(declared_names, path));
-      STRATA_ASSIGN_OR_RETURN(std::string value, visit(value_schema, path + "/patternProperties"));
+      STRATA_ASSIGN_OR_RETURN(std::string value, visit(additional, path + "/additionalProperties"));
       extras.push_back(key + " " + base("ws") + " \":\" ws " + value);
     }
-  }
-  const bool additional_allowed =
-      !all_keys_match_patterns && !(additional.is_boolean() && !additional.get<bool>());
-  if (additional_allowed) {
-    bool patterns_restrict = false;
-    for (const auto& [pattern, sub] : patterns.items()) {
-      if (has_validation_keywords(sub) || (sub.is_boolean() && !sub.get<bool>())) {
-        patterns_restrict = true;
-      }
-    }
-    if (patterns_restrict) {
-      // A key matching a pattern must satisfy it, but a grammar cannot exclude those keys
-      // from the additional ones.
-      STRATA_RETURN_IF_ERROR(
-          unenforceable("patternProperties together with additionalProperties", path));
-    }
-    STRATA_ASSIGN_OR_RETURN(std::string key, key_not_in(declared_names, path));
-    STRATA_ASSIGN_OR_RETURN(std::string value, visit(additional, path + "/additionalProperties"));
-    extras.push_back(key + " " + base("ws") + " \":\" ws " + value);
+  } else {
+    STRATA_ASSIGN_OR_RETURN(extras, pattern_members(patterns, additional, declared_names, path));
   }
   // minProperties / maxProperties only where the shape already implies them.
   const size_t n_required =

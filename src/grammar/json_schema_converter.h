@@ -55,6 +55,11 @@ class Converter {
   Result<std::string> object_grammar(const Json& schema, const std::string& path);
   Result<std::string> array_grammar(const Json& schema, const std::string& path);
   Result<std::string> literal(const Json& value);
+  // The members of an object whose keys are not `declared`: one alternative per set of
+  // patternProperties a key matches (additionalProperties for none).
+  Result<std::vector<std::string>> pattern_members(const Json& patterns, const Json& additional,
+                                                   const std::vector<std::string>& declared,
+                                                   const std::string& path);
   Result<std::string> key_not_in(const std::vector<std::string>& names, const std::string& path);
 
   // `schema` with `not`, `if`/`then`/`else` and the dependency keywords rewritten into allOf /
