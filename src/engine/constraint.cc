@@ -30,16 +30,19 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> ConstraintCompiler::comp
 }
 
 SequenceConstraint::SequenceConstraint(std::shared_ptr<const grammar::CompiledGrammar> grammar,
-                                       std::vector<std::string> triggers)
+                                       std::vector<std::string> triggers, size_t max_new_tokens)
     : matcher_(grammar),
       vocabulary_(grammar->vocabulary()),
       triggers_(std::move(triggers)),
       active_(triggers_.empty()),
+      max_new_tokens_(max_new_tokens),
       mask_(grammar->vocabulary().size()) {}
 
-void SequenceConstraint::apply(std::span<float> logits, const sampling::SequenceHistory&) {
+void SequenceConstraint::apply(std::span<float> logits, const sampling::SequenceHistory& history) {
   if (!active_) return;
-  matcher_.fill_next_token_bitmask(mask_.words());
+  const size_t generated = history.generated.size();
+  matcher_.fill_next_token_bitmask(mask_.words(),
+                                   generated < max_new_tokens_ ? max_new_tokens_ - generated : 1);
   mask_.clear_padding();
   sampling::apply_token_bitmask(logits, mask_);
 }

@@ -288,8 +288,11 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   if (request.constraint.kind != ConstraintKind::kNone) {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::CompiledGrammar> grammar,
                             im.constraints->compile(request.constraint));
-    auto owned = std::make_unique<engine::SequenceConstraint>(std::move(grammar),
-                                                              request.constraint.triggers);
+    const size_t max_new_tokens =
+        std::min(context, request.prompt.size() + static_cast<size_t>(request.max_tokens)) -
+        request.prompt.size();
+    auto owned = std::make_unique<engine::SequenceConstraint>(
+        std::move(grammar), request.constraint.triggers, max_new_tokens);
     constraint = owned.get();
     sampler.add_processor(std::move(owned));  // last, after penalties and biases
   }

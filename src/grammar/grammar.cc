@@ -1,5 +1,6 @@
 #include "grammar/grammar.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace strata::grammar {
@@ -34,7 +35,43 @@ void append_set(std::string* out, const ByteSet& set) {
   *out += ']';
 }
 
+uint32_t saturating_add(uint32_t a, uint32_t b) {
+  return a > Grammar::kUnbounded - b ? Grammar::kUnbounded : a + b;
+}
+
 }  // namespace
+
+// Shortest sentence length per rule by fixed-point iteration (a rule's length is the minimum
+// over its alternatives of the sum of their elements' lengths; every round settles at least
+// one more rule), then per position the suffix sums of its alternative.
+void Grammar::compute_min_rest() {
+  std::vector<uint32_t> rule_min(rules_.size(), kUnbounded);
+  auto element_min = [&](const Element& e) {
+    return e.kind == ElementKind::kBytes ? 1u : rule_min[e.value];
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < rules_.size(); ++r) {
+      for (uint32_t start : rules_[r].alternatives) {
+        uint32_t length = 0;
+        for (uint32_t pos = start; elements_[pos].kind != ElementKind::kEnd; ++pos) {
+          length = saturating_add(length, element_min(elements_[pos]));
+        }
+        if (length < rule_min[r]) {
+          rule_min[r] = length;
+          changed = true;
+        }
+      }
+    }
+  }
+  min_rest_.assign(elements_.size(), 0);
+  for (size_t pos = elements_.size(); pos-- > 0;) {
+    const Element& e = elements_[pos];
+    if (e.kind == ElementKind::kEnd) continue;
+    // Alternatives are contiguous runs closed by kEnd, so pos + 1 is in the same run.
+    min_rest_[pos] = saturating_add(element_min(e), min_rest_[pos + 1]);
+  }
+}
 
 std::string Grammar::to_string() const {
   std::string out;

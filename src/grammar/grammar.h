@@ -44,7 +44,9 @@ class Grammar {
       : rules_(std::move(rules)),
         elements_(std::move(elements)),
         byte_sets_(std::move(byte_sets)),
-        root_(root) {}
+        root_(root) {
+    compute_min_rest();
+  }
 
   const std::vector<GrammarRule>& rules() const { return rules_; }
   const std::vector<Element>& elements() const { return elements_; }
@@ -52,15 +54,22 @@ class Grammar {
   const ByteSet& byte_set(uint32_t id) const { return byte_sets_[id]; }
   size_t n_byte_sets() const { return byte_sets_.size(); }
   uint32_t root() const { return root_; }
+  // The fewest bytes that finish the alternative from `pos` on (the element at pos included):
+  // shortest-derivation lengths, saturating at kUnbounded for rules with no finite sentence.
+  uint32_t min_rest(uint32_t pos) const { return min_rest_[pos]; }
+  static constexpr uint32_t kUnbounded = UINT32_MAX;
 
   // The rules in GBNF over bytes (\xHH for bytes outside printable ASCII), for debugging.
   std::string to_string() const;
 
  private:
+  void compute_min_rest();
+
   std::vector<GrammarRule> rules_;
   std::vector<Element> elements_;
   std::vector<ByteSet> byte_sets_;
   uint32_t root_;
+  std::vector<uint32_t> min_rest_;  // per element position
 };
 
 // Parses and validates GBNF. Errors name line:column: syntax, undefined rule, missing root rule,

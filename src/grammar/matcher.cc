@@ -4,6 +4,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "grammar/token_walk.h"
+
 namespace strata::grammar {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
@@ -71,6 +73,58 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
     memo_valid_ = true;
   }
   std::fill(words.begin() + static_cast<std::ptrdiff_t>(n_words), words.end(), 0u);
+}
+
+void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words, size_t budget) {
+  fill_next_token_bitmask(words);
+  const size_t room = budget > 0 ? budget - 1 : 0;  // tokens that may follow this one
+  const StackSet& state = history_.back();
+  if (distance(state) + kBudgetLookahead <= room) return;
+  restrict_to_budget(state, words, room);
+}
+
+// Shortest completion of a state: for each stack, the rest of every frame's alternative (the
+// top's from the byte it expects, each lower frame's from its return position); the best stack.
+size_t GrammarMatcher::distance(const StackSet& state) const {
+  if (state.can_end) return 0;
+  const Grammar& g = compiled_->grammar();
+  uint64_t best = Grammar::kUnbounded;
+  for (uint32_t top : state.tops) {
+    uint64_t d = 0;
+    for (uint32_t id = top; id != kBottom && d < best; id = pool_[id].parent) {
+      d += g.min_rest(pool_[id].pos);
+    }
+    best = std::min(best, d);
+  }
+  return static_cast<size_t>(best);
+}
+
+void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_t> words,
+                                        size_t room) {
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  auto allowed = [&](int32_t id) {
+    const auto w = static_cast<size_t>(id >> 5);
+    return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
+  };
+  budget_indices_.clear();
+  for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
+    if (allowed(vocab.sorted_id(k))) budget_indices_.push_back(k);
+  }
+  too_far_.clear();
+  const size_t mark = pool_.size();
+  walk_strings(
+      budget_indices_, [&](uint32_t k) { return vocab.sorted_piece(k); }, vocab.max_piece_length(),
+      advancer_, state, nullptr, walk_scratch_,
+      [&](uint32_t k, bool accepted, size_t) {
+        if (!accepted || distance(walk_scratch_.states[vocab.sorted_piece(k).size()]) > room) {
+          too_far_.push_back(vocab.sorted_id(k));
+        }
+      });
+  pool_.truncate(mark);
+  // When nothing fits the output cannot end in time whatever comes next: leave the mask whole
+  // rather than allow nothing.
+  if (too_far_.size() == budget_indices_.size() && !state.can_end) return;
+  for (int32_t id : too_far_) words[static_cast<size_t>(id >> 5)] &= ~(uint32_t{1} << (id & 31));
 }
 
 void GrammarMatcher::compute_mask(const StackSet& state, std::span<uint32_t> words) {

@@ -24,6 +24,16 @@ class GrammarMatcher {
   // words: ceil(vocab/32) uint32 (more are zeroed), bit (id%32) of word (id/32) = allowed (the
   // XGrammar layout). End-of-generation tokens are allowed exactly when can_end().
   void fill_next_token_bitmask(std::span<uint32_t> words);
+  // The same, for a generation that may take at most `budget` more tokens, this one included:
+  // near the end of the budget only tokens after which the grammar can still be completed in
+  // the tokens left are allowed (counting one byte per token, which byte-level vocabularies
+  // always offer), so an output that runs to its limit still ends as a sentence. Tokens that
+  // jump further than kBudgetLookahead bytes away from the end before that point can defeat
+  // this; it is a guard for the last steps, not a planner.
+  void fill_next_token_bitmask(std::span<uint32_t> words, size_t budget);
+  static constexpr size_t kBudgetLookahead = 48;
+  // The fewest bytes that complete the input so far into a sentence (0 when it may end now).
+  size_t distance_to_end() const { return distance(history_.back()); }
   // False, state unchanged, when the token is not allowed. An end-of-generation token is
   // accepted when can_end() and terminates the matcher.
   bool accept_token(int32_t id);
@@ -49,6 +59,9 @@ class GrammarMatcher {
   bool advance_bytes(std::string_view bytes, StackSet* out);
   void compute_mask(const StackSet& state, std::span<uint32_t> words);
   const std::vector<uint8_t>& leftovers_accepted(uint32_t top, const PositionTokens& t);
+  size_t distance(const StackSet& state) const;
+  // Clears the allowed tokens after which the grammar needs more than `room` bytes to end.
+  void restrict_to_budget(const StackSet& state, std::span<uint32_t> words, size_t room);
 
   std::shared_ptr<const CompiledGrammar> compiled_;
   StackPool pool_;
@@ -61,6 +74,8 @@ class GrammarMatcher {
   std::vector<uint32_t> positions_;
   StackSet below_;
   std::vector<uint32_t> leftover_indices_;  // 0, 1, 2, ...
+  std::vector<uint32_t> budget_indices_;    // sorted-vocabulary indices of allowed tokens
+  std::vector<int32_t> too_far_;
   static constexpr size_t kMaxLeftoverCache = 1024;
   std::unordered_map<uint64_t, std::vector<uint8_t>> leftover_cache_;
   // The last mask, for the state it was computed for (masks depend only on the state, which

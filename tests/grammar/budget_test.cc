@@ -1,0 +1,115 @@
+// Budget-aware masks: the shortest completion of a parse state, and random walks that must end
+// as complete sentences within their token budget however the tokens are chosen.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "grammar/json_schema.h"
+#include "test_grammars.h"
+
+namespace strata::grammar {
+namespace {
+
+using testing::byte_vocabulary;
+using testing::compile_or_die;
+
+TEST(BudgetTest, DistanceIsTheShortestCompletion) {
+  auto g = compile_or_die(R"(root ::= "{\"k\":" [0-9]+ ("," "\"m\":" [a-z]{2,3})? "}")",
+                          byte_vocabulary());
+  ASSERT_NE(g, nullptr);
+  GrammarMatcher m(g);
+  EXPECT_EQ(m.distance_to_end(), 7u);  // {"k":0}
+  ASSERT_TRUE(m.accept_string("{\"k\":12"));
+  EXPECT_EQ(m.distance_to_end(), 1u);  // }
+  ASSERT_TRUE(m.accept_string(","));
+  EXPECT_EQ(m.distance_to_end(), 7u);  // "m":ab}
+  ASSERT_TRUE(m.accept_string("\"m\":abc}"));
+  EXPECT_EQ(m.distance_to_end(), 0u);
+}
+
+TEST(BudgetTest, RecursiveRulesCountTheirShortestDerivation) {
+  auto g = compile_or_die(testing::kJsonGrammar, byte_vocabulary());
+  ASSERT_NE(g, nullptr);
+  GrammarMatcher m(g);
+  EXPECT_EQ(m.distance_to_end(), 1u);  // a one-digit number
+  ASSERT_TRUE(m.accept_string("{\"a\": [[{\"b"));
+  EXPECT_EQ(m.distance_to_end(), 7u);  // ":0}]]}
+}
+
+// Single bytes plus tokens that open several structures at once.
+std::shared_ptr<const TokenVocabulary> walk_vocabulary() {
+  std::vector<std::string> pieces;
+  for (int b = 0; b < 256; ++b) pieces.push_back(std::string(1, static_cast<char>(b)));
+  for (const char* p : {"{\"", "\":", "[[[[", "[{\"", "\"abc", "((((", "while (", "int x", "\": [",
+                        "{\"a\": {\"b\": [", "aaaaaaaa", "12345"}) {
+    pieces.emplace_back(p);
+  }
+  pieces.push_back("");  // end of generation
+  const auto eog = static_cast<int32_t>(pieces.size() - 1);
+  return TokenVocabulary::from_pieces(std::move(pieces), {eog});
+}
+
+// Picks uniformly among the allowed tokens until end of generation or the budget; returns
+// whether the output is a complete sentence.
+bool random_walk(const std::shared_ptr<const CompiledGrammar>& g, size_t budget, bool use_budget,
+                 std::mt19937& rng) {
+  GrammarMatcher m(g);
+  std::vector<uint32_t> words(g->mask_words());
+  std::vector<int32_t> allowed;
+  for (size_t i = 0; i < budget && !m.is_terminated(); ++i) {
+    if (use_budget) {
+      m.fill_next_token_bitmask(words, budget - i);
+    } else {
+      m.fill_next_token_bitmask(words);
+    }
+    allowed.clear();
+    for (size_t id = 0; id < g->vocabulary().size(); ++id) {
+      if ((words[id / 32] >> (id % 32)) & 1) allowed.push_back(static_cast<int32_t>(id));
+    }
+    if (allowed.empty()) return false;
+    const int32_t pick = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+    EXPECT_TRUE(m.accept_token(pick));
+  }
+  return m.can_end() || m.is_terminated();
+}
+
+TEST(BudgetTest, RandomWalksEndWithinTheirBudget) {
+  auto schema = json_schema_to_gbnf(R"({
+    "type": "object",
+    "properties": {
+      "name": {"type": "string"},
+      "tags": {"type": "array", "items": {"type": "string"}},
+      "child": {"type": "object", "properties": {"id": {"type": "integer"}},
+                "required": ["id"]}
+    },
+    "required": ["name", "tags", "child"]})");
+  ASSERT_TRUE(schema.ok()) << schema.error().message;
+  const std::string_view grammars[] = {testing::kJsonGrammar, testing::kArithmeticGrammar,
+                                       testing::kCLikeGrammar, *schema};
+  const auto vocab = walk_vocabulary();
+  for (std::string_view text : grammars) {
+    auto g = compile_or_die(text, vocab);
+    ASSERT_NE(g, nullptr) << text;
+    std::mt19937 rng(7);
+    int unguarded_complete = 0;
+    for (int run = 0; run < 40; ++run) {
+      const size_t budget = 64 + static_cast<size_t>(run);
+      EXPECT_TRUE(random_walk(g, budget, /*use_budget=*/true, rng)) << text << " run " << run;
+      unguarded_complete += random_walk(g, budget, /*use_budget=*/false, rng);
+    }
+    // The guard is what makes the walks end: without it most of them run out mid-sentence.
+    EXPECT_LT(unguarded_complete, 30) << text;
+  }
+}
+
+TEST(BudgetTest, LeavesTheMaskWholeWhenTheBudgetCannotBeMet) {
+  auto g = compile_or_die(R"(root ::= "abcdefgh")", byte_vocabulary());
+  ASSERT_NE(g, nullptr);
+  GrammarMatcher m(g);
+  std::vector<uint32_t> words(g->mask_words());
+  m.fill_next_token_bitmask(words, 3);  // 8 bytes cannot fit in 3 tokens
+  EXPECT_TRUE((words['a' / 32] >> ('a' % 32)) & 1);
+}
+
+}  // namespace
+}  // namespace strata::grammar
