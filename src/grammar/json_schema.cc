@@ -368,7 +368,7 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
     rest.erase(combinator);
     const bool distribute = has_validation_keywords(rest);
     const Json& branches = schema[combinator];
-    std::vector<Json> effective;
+    std::vector<Json> effective, raw;
     std::vector<std::string> alternatives;
     std::optional<Error> first_error;
     for (size_t i = 0; i < branches.size(); ++i) {
@@ -384,6 +384,7 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
         continue;
       }
       effective.push_back(std::move(branch).value());
+      raw.push_back(branches[i]);
       alternatives.push_back(std::move(alt).value());
     }
     if (alternatives.empty()) {
@@ -402,7 +403,7 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
           if (!apart) overlapping.push_back(j);
         }
         if (overlapping.empty()) continue;
-        auto narrowed = exclusive_branch(effective, i, overlapping, path);
+        auto narrowed = exclusive_branch(effective[i], raw, i, overlapping, path);
         if (narrowed.ok()) {
           alternatives[i] = std::move(narrowed).value();
         } else if (narrowed.error().code == ErrorCode::kInvalidArgument) {
@@ -730,23 +731,44 @@ Result<std::string> Converter::string_grammar(const Json& schema, const std::str
       return make_error(automaton.error().code, automaton.error().message + " (at " + path + ")");
     }
   }
-  constexpr long kMaxRepeat = 10000;  // the GBNF parser's repetition limit
-  if (min_length > kMaxRepeat || max_length > kMaxRepeat) {
-    STRATA_RETURN_IF_ERROR(unenforceable("a string length bound above 10000", path));
-    min_length = std::min(min_length, kMaxRepeat);
-    if (max_length > kMaxRepeat) max_length = -1;
+  if (min_length == 0 && max_length < 0) return base("string");
+  // The GBNF parser repeats at most 10000 times; longer bounds count in blocks of 1000:
+  // n = 1000 q + s characters, and "at most r" splits at r's block count.
+  constexpr long kMaxRepeat = 10000, kBlock = 1000, kMaxLength = kBlock * kMaxRepeat;
+  if (min_length > kMaxLength || max_length > kMaxLength) {
+    STRATA_RETURN_IF_ERROR(unenforceable("a string length bound above 10000000", path));
+    min_length = std::min(min_length, kMaxLength);
+    if (max_length > kMaxLength) max_length = -1;
   }
-  std::string repeat;
-  if (min_length == 0 && max_length < 0) {
-    return base("string");
-  } else if (max_length < 0) {
-    repeat = "{" + std::to_string(min_length) + ",}";
-  } else if (min_length == max_length) {
-    repeat = "{" + std::to_string(min_length) + "}";
-  } else {
-    repeat = "{" + std::to_string(min_length) + "," + std::to_string(max_length) + "}";
-  }
-  return quote + " " + base("char") + repeat + " " + quote;
+  const std::string c = base("char");
+  const auto times = [&](const std::string& item, long lo, long hi) {
+    if (hi == lo) return lo == 0 ? std::string() : item + "{" + std::to_string(lo) + "}";
+    if (hi < 0) return item + "{" + std::to_string(lo) + ",}";
+    return item + "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+  };
+  std::string block;
+  const auto get_block = [&] {
+    if (block.empty()) {
+      block = new_rule(path + "/block");
+      set_rule(block, c + "{" + std::to_string(kBlock) + "}");
+    }
+    return block;
+  };
+  const auto exactly = [&](long n) {
+    if (n <= kMaxRepeat) return times(c, n, n);
+    const std::string rest = times(c, n % kBlock, n % kBlock);
+    return times(get_block(), n / kBlock, n / kBlock) + (rest.empty() ? "" : " " + rest);
+  };
+  const auto at_most = [&](long r) {
+    if (r <= kMaxRepeat) return times(c, 0, r);
+    const long q = r / kBlock, rem = r % kBlock;
+    return "(" + times(get_block(), 0, q - 1) + " " + times(c, 0, kBlock - 1) + " | " +
+           times(get_block(), q, q) + (rem ? " " + times(c, 0, rem) : "") + ")";
+  };
+  std::string body = exactly(min_length);
+  const std::string more = max_length < 0 ? c + "*" : at_most(max_length - min_length);
+  if (max_length != min_length) body += (body.empty() ? "" : " ") + more;
+  return quote + " " + body + " " + quote;
 }
 
 Result<CharDfa> Converter::string_automaton(const std::vector<std::string>& patterns,

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "grammar/json_schema_converter.h"
+#include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf.h"
 
 namespace strata::grammar::json_schema_detail {
@@ -135,7 +136,7 @@ Result<std::string> Converter::key_not_in(const std::vector<std::string>& names,
 
 Result<std::vector<std::string>> Converter::pattern_members(
     const Json& patterns, const Json& additional, const std::vector<std::string>& declared,
-    const std::string& path) {
+    const std::optional<CharDfa>& key_filter, const std::string& path) {
   // Undeclared keys split by the set of patterns they match: a key matching some patterns
   // must satisfy all of their schemas, a key matching none additionalProperties.
   std::vector<std::string> sources;
@@ -167,7 +168,9 @@ Result<std::vector<std::string>> Converter::pattern_members(
     Json schemas;
   };
   std::vector<Class> classes;
-  std::vector<Class> pending = {{CharDfa::literals(declared).complement(), Json::array()}};
+  CharDfa undeclared = CharDfa::literals(declared).complement();
+  if (key_filter) undeclared = undeclared.intersect(*key_filter);
+  std::vector<Class> pending = {{std::move(undeclared), Json::array()}};
   std::vector<size_t> depth = {0};
   while (!pending.empty()) {
     Class current = std::move(pending.back());
@@ -209,6 +212,54 @@ Result<std::vector<std::string>> Converter::pattern_members(
     members.push_back("\"\\\"\" " + key + " \"\\\"\" " + base("ws") + " \":\" ws " + *value);
   }
   return members;
+}
+
+Result<std::optional<CharDfa>> Converter::property_names(const Json& names_in,
+                                                         const std::string& path) {
+  if (names_in.is_boolean()) {
+    if (names_in.get<bool>()) return std::optional<CharDfa>();
+    return std::optional<CharDfa>(CharDfa::literals({}));  // no key at all
+  }
+  STRATA_ASSIGN_OR_RETURN(Json names, inline_ref(names_in, path + "/propertyNames"));
+  if (!has_validation_keywords(names)) return std::optional<CharDfa>();
+  std::vector<std::string> patterns, excluded;
+  long min_length = 0, max_length = -1;
+  std::optional<CharDfa> listed;
+  for (const auto& [key, value] : names.items()) {
+    if (!is_validation_keyword(key)) continue;
+    if (key == "type") {
+      const bool string = value == Json("string") ||
+                          (value.is_array() && std::count(value.begin(), value.end(), "string"));
+      if (!string) return std::optional<CharDfa>(CharDfa::literals({}));  // no key at all
+    } else if (key == "pattern" && value.is_string()) {
+      patterns.push_back(value.get<std::string>());
+    } else if (key == "minLength" && value.is_number()) {
+      min_length = static_cast<long>(std::ceil(value.get<double>()));
+    } else if (key == "maxLength" && value.is_number()) {
+      max_length = static_cast<long>(std::floor(value.get<double>()));
+    } else if ((key == "enum" || key == "const") && (value.is_array() || key == "const")) {
+      std::vector<std::string> texts;
+      for (const Json& v : key == "const" ? Json::array({value}) : value) {
+        if (v.is_string()) texts.push_back(v.get<std::string>());
+      }
+      CharDfa these = CharDfa::literals(texts);
+      listed = listed ? listed->intersect(these) : these;
+    } else if (key == "format" && value.is_string()) {
+      bool unsupported = false;
+      std::optional<std::string> regex = format_regex(value.get<std::string>(), &unsupported);
+      if (regex) patterns.push_back(*regex);
+      if (unsupported) {
+        STRATA_RETURN_IF_ERROR(
+            unenforceable("propertyNames format '" + value.get<std::string>() + "'", path));
+      }
+    } else {
+      STRATA_RETURN_IF_ERROR(unenforceable("propertyNames with '" + key + "'", path));
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(CharDfa keys,
+                          string_automaton(patterns, {}, excluded, min_length, max_length));
+  if (listed) keys = keys.intersect(*listed);
+  return std::optional<CharDfa>(std::move(keys));
 }
 
 Result<std::string> Converter::object_grammar(const Json& schema, const std::string& path) {
@@ -260,9 +311,13 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
   };
   std::vector<Member> members;
   std::vector<std::string> declared_names;
+  std::optional<CharDfa> key_filter;
+  if (schema.contains("propertyNames")) {
+    STRATA_ASSIGN_OR_RETURN(key_filter, property_names(schema["propertyNames"], path));
+  }
   const auto add_member = [&](const std::string& name, const Json& sub,
                               bool is_required) -> Status {
-    if (sub.is_boolean() && !sub.get<bool>()) {
+    if ((sub.is_boolean() && !sub.get<bool>()) || (key_filter && !key_filter->accepts(name))) {
       if (is_required) {
         return make_error(ErrorCode::kInvalidArgument, "property '" + name + "' at " + path +
                                                            " is required but its schema is false");
@@ -293,14 +348,15 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
   }
   // Members beyond the declared ones.
   std::vector<std::string> extras;
-  if (patterns.empty()) {
+  if (patterns.empty() && !key_filter) {
     if (!(additional.is_boolean() && !additional.get<bool>())) {
       STRATA_ASSIGN_OR_RETURN(std::string key, key_not_in(declared_names, path));
       STRATA_ASSIGN_OR_RETURN(std::string value, visit(additional, path + "/additionalProperties"));
       extras.push_back(key + " " + base("ws") + " \":\" ws " + value);
     }
   } else {
-    STRATA_ASSIGN_OR_RETURN(extras, pattern_members(patterns, additional, declared_names, path));
+    STRATA_ASSIGN_OR_RETURN(
+        extras, pattern_members(patterns, additional, declared_names, key_filter, path));
   }
   // minProperties / maxProperties only where the shape already implies them.
   const size_t n_required =
@@ -319,11 +375,6 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
       (!extras.empty() ||
        schema["maxProperties"].get<double>() < static_cast<double>(members.size()))) {
     STRATA_RETURN_IF_ERROR(unenforceable("'maxProperties'", path));
-  }
-  if (schema.contains("propertyNames") &&
-      !(schema["propertyNames"].is_boolean() && schema["propertyNames"].get<bool>()) &&
-      !(schema["propertyNames"].is_object() && schema["propertyNames"].empty())) {
-    STRATA_RETURN_IF_ERROR(unenforceable("'propertyNames'", path));
   }
 
   const std::string ws = base("ws");
@@ -377,10 +428,8 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
 }
 
 Result<std::string> Converter::array_grammar(const Json& schema, const std::string& path) {
-  for (const char* keyword : {"contains", "unevaluatedItems"}) {
-    if (schema.contains(keyword)) {
-      STRATA_RETURN_IF_ERROR(unenforceable("'" + std::string(keyword) + "'", path));
-    }
+  if (schema.contains("unevaluatedItems")) {
+    STRATA_RETURN_IF_ERROR(unenforceable("'unevaluatedItems'", path));
   }
   std::vector<Json> prefix;
   Json rest = true;
@@ -414,6 +463,29 @@ Result<std::string> Converter::array_grammar(const Json& schema, const std::stri
   }
   if (max_items >= 0 && max_items < min_items) {
     return make_error(ErrorCode::kInvalidArgument, "maxItems < minItems at " + path);
+  }
+  if (schema.contains("contains")) {
+    const double min_contains = schema.contains("minContains") &&
+                                        schema["minContains"].is_number() && draft_ >= Draft::k2019
+                                    ? schema["minContains"].get<double>()
+                                    : 1;
+    const bool max_contains = schema.contains("maxContains") && draft_ >= Draft::k2019;
+    const bool unique = schema.contains("uniqueItems") && schema["uniqueItems"] == Json(true);
+    if (min_contains <= 0 && !max_contains) {
+      // satisfied by every array
+    } else if (min_contains == 1 && !max_contains && prefix.empty() && rest_allowed &&
+               max_items < 0 && min_items <= 1 && !unique) {
+      // Some item matches `contains` (and `items`), the others only `items`.
+      const std::string ws = base("ws");
+      STRATA_ASSIGN_OR_RETURN(std::string item, visit(rest, path + "/items"));
+      STRATA_ASSIGN_OR_RETURN(
+          std::string witness,
+          visit(Json{{"allOf", {rest, schema["contains"]}}}, path + "/contains"));
+      return "\"[\" " + ws + " (" + item + " " + ws + " \",\" " + ws + ")* " + witness + " " + ws +
+             " (\",\" " + ws + " " + item + " " + ws + ")* \"]\"";
+    } else {
+      STRATA_RETURN_IF_ERROR(unenforceable("'contains'", path));
+    }
   }
   if (schema.contains("uniqueItems") && schema["uniqueItems"].is_boolean() &&
       schema["uniqueItems"].get<bool>() && (max_items < 0 || max_items > 1)) {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -59,7 +60,10 @@ class Converter {
   // patternProperties a key matches (additionalProperties for none).
   Result<std::vector<std::string>> pattern_members(const Json& patterns, const Json& additional,
                                                    const std::vector<std::string>& declared,
+                                                   const std::optional<CharDfa>& key_filter,
                                                    const std::string& path);
+  // The keys `propertyNames` admits (nullopt: any).
+  Result<std::optional<CharDfa>> property_names(const Json& names, const std::string& path);
   Result<std::string> key_not_in(const std::vector<std::string>& names, const std::string& path);
 
   // `schema` with `not`, `if`/`then`/`else` and the dependency keywords rewritten into allOf /
@@ -69,7 +73,9 @@ class Converter {
   // negation the grammar can express.
   Result<Json> negate(const Json& schema, const std::string& path, int depth);
   // oneOf: branch i of `branches` and no other branch it may share a value with.
-  Result<std::string> exclusive_branch(const std::vector<Json>& branches, size_t i,
+  // `branch` (the i-th, merged with the schema's other keywords) minus the `raw` branches
+  // listed in `overlapping`.
+  Result<std::string> exclusive_branch(const Json& branch, const std::vector<Json>& raw, size_t i,
                                        const std::vector<size_t>& overlapping,
                                        const std::string& path);
   // The grammar of `type` values when `$strata:notEnum` excludes some of them ("" when it

@@ -150,6 +150,31 @@ Result<Json> Converter::negate(const Json& schema_in, const std::string& path, i
         if (negated.is_boolean() && !negated.get<bool>()) continue;
         alternatives.push_back(negated);
       }
+    } else if (key == "contains" && !schema.contains("minContains") &&
+               !schema.contains("maxContains")) {
+      // Every item fails `contains`.
+      STRATA_ASSIGN_OR_RETURN(Json negated, negate(value, path + "/contains", depth + 1));
+      alternatives.push_back(typed("array", Json{{"items", negated}}));
+    } else if (key == "oneOf" && value.is_array() && value.size() <= 4) {
+      // No branch matches, or at least two do.
+      Json none = Json::array();
+      for (size_t i = 0; i < value.size(); ++i) {
+        STRATA_ASSIGN_OR_RETURN(Json negated,
+                                negate(value[i], path + "/oneOf/" + std::to_string(i), depth + 1));
+        none.push_back(negated);
+      }
+      alternatives.push_back(Json{{"allOf", none}});
+      for (size_t i = 0; i < value.size(); ++i) {
+        for (size_t j = i + 1; j < value.size(); ++j) {
+          alternatives.push_back(Json{{"allOf", {value[i], value[j]}}});
+        }
+      }
+    } else if (key == "items" && (value.is_object() || value.is_boolean()) &&
+               !schema.contains("prefixItems")) {
+      // Some item fails `items`.
+      STRATA_ASSIGN_OR_RETURN(Json negated, negate(value, path + "/items", depth + 1));
+      if (negated.is_boolean() && !negated.get<bool>()) continue;
+      alternatives.push_back(typed("array", Json{{"contains", negated}}));
     } else if (key == "not") {
       if (!(value.is_boolean() && value.get<bool>())) alternatives.push_back(value);
     } else {
@@ -221,10 +246,13 @@ Result<Json> Converter::rewrite_conditionals(const Json& schema, const std::stri
   return out;
 }
 
-Result<std::string> Converter::exclusive_branch(const std::vector<Json>& branches, size_t i,
-                                                const std::vector<size_t>& overlapping,
+Result<std::string> Converter::exclusive_branch(const Json& branch, const std::vector<Json>& raw,
+                                                size_t i, const std::vector<size_t>& overlapping,
                                                 const std::string& path) {
-  Json all = Json::array({branches[i]});
+  // `branch` already holds the schema's other keywords, so excluding the other branches as
+  // written is enough.
+  const std::vector<Json>& branches = raw;
+  Json all = Json::array({branch});
   for (size_t j : overlapping) {
     auto negated = negate(branches[j], path, 0);
     if (!negated.ok()) {

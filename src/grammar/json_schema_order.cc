@@ -3,6 +3,7 @@
 // `properties` order, in the order the converter merges them: a $ref target before its
 // siblings, a schema's own keywords before its allOf/anyOf/oneOf branches.
 #include <algorithm>
+#include <deque>
 #include <regex>
 
 #include "grammar/json_schema.h"
@@ -74,6 +75,35 @@ class InstanceOrderer {
     out->push_back(schema);
     if (schema->contains("allOf") && (*schema)["allOf"].is_array()) {
       for (const Json& branch : (*schema)["allOf"]) flatten(&branch, instance, out, depth + 1);
+    }
+    // The converter rewrites if/then/else and the dependency keywords into allOf pieces after
+    // the schema's own allOf (json_schema_negate.cc), in this order.
+    if (schema->contains("if") && instance.is_object()) {
+      std::vector<const Json*> with_then, with_else;
+      flatten(&(*schema)["if"], instance, &with_then, depth + 1);
+      if (schema->contains("then")) flatten(&(*schema)["then"], instance, &with_then, depth + 1);
+      if (schema->contains("else")) flatten(&(*schema)["else"], instance, &with_else, depth + 1);
+      const auto& chosen =
+          fit(with_else, instance) > fit(with_then, instance) ? with_else : with_then;
+      for (const Json* s : chosen) {
+        if (std::find(out->begin(), out->end(), s) == out->end()) out->push_back(s);
+      }
+    }
+    for (const char* key : {"dependencies", "dependentRequired", "dependentSchemas"}) {
+      if (!instance.is_object() || !schema->contains(key) || !(*schema)[key].is_object()) {
+        continue;
+      }
+      for (const auto& [name, dependency] : (*schema)[key].items()) {
+        if (!instance.contains(name)) continue;
+        synthesized_.push_back(Json{{"required", Json::array({name})}});
+        out->push_back(&synthesized_.back());
+        if (dependency.is_array()) {
+          synthesized_.push_back(Json{{"required", dependency}});
+          out->push_back(&synthesized_.back());
+        } else {
+          flatten(&dependency, instance, out, depth + 1);
+        }
+      }
     }
     for (const char* key : {"anyOf", "oneOf"}) {
       if (!schema->contains(key) || !(*schema)[key].is_array()) continue;
@@ -195,6 +225,8 @@ class InstanceOrderer {
   }
 
   const Json& root_;
+  // Schemas the rewrites imply (stable addresses: a deque never moves its elements).
+  mutable std::deque<Json> synthesized_;
 };
 
 }  // namespace
