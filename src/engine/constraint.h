@@ -56,6 +56,8 @@ class SequenceConstraint : public sampling::LogitProcessor {
   Status accept(TokenId token);
   // The grammar is complete and nothing may follow: the sequence should stop.
   bool terminated() const { return active_ && matcher_.is_terminated(); }
+  // The output so far is a whole sentence of the grammar (more may follow).
+  bool complete() const { return active_ && matcher_.can_end(); }
 
  private:
   grammar::GrammarMatcher matcher_;

@@ -113,8 +113,11 @@ struct Engine::Impl {
     if (event.finish == FinishReason::kNone && s.constraint && s.constraint->terminated()) {
       event.finish = FinishReason::kStop;
     }
+    // At the token limit a constrained output the budget guard brought to a whole sentence was
+    // not cut short: it stops rather than reporting length.
     if (event.finish == FinishReason::kNone && s.tokens.size() >= s.max_length) {
-      event.finish = FinishReason::kLength;
+      const bool complete = s.constraint && s.constraint->complete();
+      event.finish = complete ? FinishReason::kStop : FinishReason::kLength;
     }
     // At the end, release text held back for a possible stop string, unless one was found.
     if (event.finish != FinishReason::kNone && !stop_string) {

@@ -99,6 +99,21 @@ TEST(ConstraintTest, JsonObjectModeGivesParsableJson) {
   }
 }
 
+// Near max_tokens the mask keeps only tokens after which the JSON can still be closed in time,
+// so even short budgets give whole objects (finish stop, not length).
+TEST(ConstraintTest, ShortBudgetsStillEndInWholeJson) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    GenerationRequest r = request(*engine, "Tom said", 1.0f, seed);
+    r.max_tokens = 12 + static_cast<int>(seed) * 3;
+    r.constraint.kind = ConstraintKind::kJsonObject;
+    const Output out = generate(*engine, r);
+    EXPECT_EQ(out.finish, FinishReason::kStop) << out.text;
+    EXPECT_TRUE(nlohmann::json::accept(out.text)) << out.text;
+  }
+}
+
 TEST(ConstraintTest, TriggeredGrammarLeavesTheTextBeforeItAlone) {
   std::unique_ptr<Engine> engine = make_engine();
   ASSERT_TRUE(engine);
