@@ -59,6 +59,7 @@ const std::set<std::string> kValidationKeywords = {"type",
                                                    "$dynamicRef",
                                                    "$recursiveRef",
                                                    "$strata:notEnum",
+                                                   "$strata:notInteger",
                                                    "$strata:notPattern"};
 
 const std::vector<std::string> kAllTypes = {"null",  "boolean", "object",
@@ -437,6 +438,8 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
     for (const Json& value : values) {
       if (schema.contains("const") && schema.contains("enum") && !listed("enum", value)) continue;
       if (listed("$strata:notEnum", value)) continue;
+      STRATA_ASSIGN_OR_RETURN(bool fits, scalar_keywords_allow(schema, value, path));
+      if (!fits) continue;
       const bool typed = std::any_of(types.begin(), types.end(), [&](const std::string& t) {
         return value_has_type(value, t) || (t == "number" && value.is_number());
       });
@@ -592,6 +595,55 @@ Result<bool> Converter::disjoint(const Json& a_in, const Json& b_in, const std::
     }
   }
   return false;
+}
+
+Result<bool> Converter::scalar_keywords_allow(const Json& schema, const Json& value,
+                                              const std::string& path) {
+  if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    std::vector<std::string> patterns, not_patterns;
+    if (schema.contains("pattern") && schema["pattern"].is_string()) {
+      patterns.push_back(schema["pattern"].get<std::string>());
+    }
+    if (schema.contains("$strata:notPattern") && schema["$strata:notPattern"].is_array()) {
+      for (const Json& p : schema["$strata:notPattern"]) {
+        if (p.is_string()) not_patterns.push_back(p.get<std::string>());
+      }
+    }
+    if (schema.contains("format") && schema["format"].is_string()) {
+      bool unsupported = false;
+      std::optional<std::string> regex =
+          format_regex(schema["format"].get<std::string>(), &unsupported);
+      if (regex) patterns.push_back(*regex);
+    }
+    long min_length = 0, max_length = -1;
+    if (schema.contains("minLength") && schema["minLength"].is_number()) {
+      min_length = static_cast<long>(std::ceil(schema["minLength"].get<double>()));
+    }
+    if (schema.contains("maxLength") && schema["maxLength"].is_number()) {
+      max_length = static_cast<long>(std::floor(schema["maxLength"].get<double>()));
+    }
+    if (patterns.empty() && not_patterns.empty() && min_length == 0 && max_length < 0) return true;
+    auto dfa = string_automaton(patterns, not_patterns, {}, min_length, max_length);
+    if (!dfa.ok()) return make_error(dfa.error().code, dfa.error().message + " (at " + path + ")");
+    return dfa->accepts(text);
+  }
+  if (value.is_number()) {
+    const double v = value.get<double>();
+    if (schema.contains("$strata:notInteger") && std::floor(v) == v) return false;
+    const auto bound = [&](const char* key) -> std::optional<double> {
+      if (schema.contains(key) && schema[key].is_number()) return schema[key].get<double>();
+      return std::nullopt;
+    };
+    const auto flag = [&](const char* key) {
+      return schema.contains(key) && schema[key].is_boolean() && schema[key].get<bool>();
+    };
+    if (auto m = bound("minimum"); m && (flag("exclusiveMinimum") ? v <= *m : v < *m)) return false;
+    if (auto m = bound("maximum"); m && (flag("exclusiveMaximum") ? v >= *m : v > *m)) return false;
+    if (auto m = bound("exclusiveMinimum"); m && v <= *m) return false;
+    if (auto m = bound("exclusiveMaximum"); m && v >= *m) return false;
+  }
+  return true;
 }
 
 Result<std::string> Converter::excluded_values(const Json& schema, const std::string& type,
@@ -806,6 +858,21 @@ Result<CharDfa> Converter::string_automaton(const std::vector<std::string>& patt
 
 Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
                                               const std::string& path) {
+  if (schema.contains("$strata:notInteger")) {
+    if (integer) {
+      return make_error(ErrorCode::kInvalidArgument, "an integer that is not one at " + path);
+    }
+    for (const char* key :
+         {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
+      if (schema.contains(key)) {
+        return make_error(ErrorCode::kUnsupported, "'not' of an integer next to '" +
+                                                       std::string(key) + "' at " + path +
+                                                       " cannot be enforced by a grammar");
+      }
+    }
+    // Written without an exponent, with a fraction that is not all zeros.
+    return std::string("\"-\"? (\"0\" | [1-9] [0-9]{0,19}) \".\" \"0\"{0,23} [1-9] [0-9]{0,23}");
+  }
   if (schema.contains("multipleOf") && schema["multipleOf"].is_number()) {
     const double step = schema["multipleOf"].get<double>();
     if (step == 1.0) {

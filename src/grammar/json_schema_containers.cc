@@ -358,23 +358,30 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
     STRATA_ASSIGN_OR_RETURN(
         extras, pattern_members(patterns, additional, declared_names, key_filter, path));
   }
-  // minProperties / maxProperties only where the shape already implies them.
+  // minProperties / maxProperties beyond what the shape implies: count the members.
   const size_t n_required =
       std::count_if(members.begin(), members.end(), [](const Member& m) { return m.required; });
-  // minProperties 1 with nothing required: the chain below may not end empty.
-  bool need_one = false;
-  if (schema.contains("minProperties") && schema["minProperties"].is_number() &&
-      schema["minProperties"].get<double>() > static_cast<double>(n_required)) {
-    if (n_required == 0 && schema["minProperties"].get<double>() <= 1) {
-      need_one = true;
-    } else {
-      STRATA_RETURN_IF_ERROR(unenforceable("'minProperties'", path));
-    }
+  long min_properties = 0, max_properties = -1;
+  if (schema.contains("minProperties") && schema["minProperties"].is_number()) {
+    min_properties = static_cast<long>(std::ceil(schema["minProperties"].get<double>()));
   }
-  if (schema.contains("maxProperties") && schema["maxProperties"].is_number() &&
-      (!extras.empty() ||
-       schema["maxProperties"].get<double>() < static_cast<double>(members.size()))) {
-    STRATA_RETURN_IF_ERROR(unenforceable("'maxProperties'", path));
+  if (schema.contains("maxProperties") && schema["maxProperties"].is_number()) {
+    max_properties = static_cast<long>(std::floor(schema["maxProperties"].get<double>()));
+  }
+  const bool need_one = min_properties == 1 && n_required == 0;
+  if ((min_properties > static_cast<long>(n_required) && !need_one) ||
+      (max_properties >= 0 &&
+       (!extras.empty() || max_properties < static_cast<long>(members.size())))) {
+    std::vector<std::string> kvs;
+    std::vector<bool> required_flags;
+    for (const Member& m : members) {
+      kvs.push_back(m.kv);
+      required_flags.push_back(m.required);
+    }
+    auto counted =
+        counted_object(kvs, required_flags, extras, min_properties, max_properties, path);
+    if (counted.ok() || counted.error().code == ErrorCode::kInvalidArgument) return counted;
+    STRATA_RETURN_IF_ERROR(unenforceable(counted.error().message, path));
   }
 
   const std::string ws = base("ws");
@@ -489,7 +496,11 @@ Result<std::string> Converter::array_grammar(const Json& schema, const std::stri
   }
   if (schema.contains("uniqueItems") && schema["uniqueItems"].is_boolean() &&
       schema["uniqueItems"].get<bool>() && (max_items < 0 || max_items > 1)) {
-    STRATA_RETURN_IF_ERROR(unenforceable("'uniqueItems'", path));
+    auto unique = prefix.empty() ? unique_array(rest, min_items, max_items, path)
+                                 : Result<std::string>(make_error(
+                                       ErrorCode::kUnsupported, "'uniqueItems' with prefixItems"));
+    if (unique.ok() || unique.error().code == ErrorCode::kInvalidArgument) return unique;
+    STRATA_RETURN_IF_ERROR(unenforceable("'uniqueItems' (" + unique.error().message + ")", path));
   }
   constexpr long kMaxRepeat = 10000;
   if (min_items > kMaxRepeat || max_items > kMaxRepeat) {

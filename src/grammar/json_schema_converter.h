@@ -62,6 +62,17 @@ class Converter {
                                                    const std::vector<std::string>& declared,
                                                    const std::optional<CharDfa>& key_filter,
                                                    const std::string& path);
+  // An array of distinct items from the finite set `item` allows (an enum of scalars,
+  // booleans, null), with minItems/maxItems (-1: none); kUnsupported for other item schemas.
+  Result<std::string> unique_array(const Json& item, long min_items, long max_items,
+                                   const std::string& path);
+  // An object of the members `kvs` (key, ws, colon, value; in this order, each skippable
+  // unless required) and then any number of `extras` alternatives, with between min and max
+  // (-1: no limit) members in all.
+  Result<std::string> counted_object(const std::vector<std::string>& kvs,
+                                     const std::vector<bool>& required,
+                                     const std::vector<std::string>& extras, long min, long max,
+                                     const std::string& path);
   // The keys `propertyNames` admits (nullopt: any).
   Result<std::optional<CharDfa>> property_names(const Json& names, const std::string& path);
   Result<std::string> key_not_in(const std::vector<std::string>& names, const std::string& path);
@@ -78,6 +89,10 @@ class Converter {
   Result<std::string> exclusive_branch(const Json& branch, const std::vector<Json>& raw, size_t i,
                                        const std::vector<size_t>& overlapping,
                                        const std::string& path);
+  // Whether an enum/const member passes the schema's string and number keywords (pattern,
+  // format, lengths, bounds, and the internal negations).
+  Result<bool> scalar_keywords_allow(const Json& schema, const Json& value,
+                                     const std::string& path);
   // The grammar of `type` values when `$strata:notEnum` excludes some of them ("" when it
   // excludes none).
   Result<std::string> excluded_values(const Json& schema, const std::string& type,

@@ -1,7 +1,7 @@
 // `format` values as anchored ECMA-262 regexes (compiled by regex_to_gbnf like `pattern`).
-// They follow RFC 3339 (date, time, date-time), RFC 3986 (uri, uri-reference), RFC 4122 (uuid),
-// and the dotted-quad form of IPv4, at least as strictly as ajv's "full" formats, so text the
-// grammar admits also passes an asserting validator.
+// They follow RFC 3339 (date, time, date-time, duration), RFC 3986 (uri, uri-reference), RFC 4122
+// (uuid), and the dotted-quad form of IPv4, at least as strictly as ajv's "full" formats, so text
+// the grammar admits also passes an asserting validator.
 #include <map>
 #include <set>
 
@@ -43,6 +43,11 @@ const std::string kVarChar = "([A-Za-z0-9_]|" + kPercent + ")";
 const std::string kVarSpec = kVarChar + "+(:[1-9][0-9]{0,3}|\\*)?";
 const std::string kUriTemplate = "([^\\x00-\\x20\"'<>%\\\\^`{|}]|" + kPercent +
                                  "|\\{[+#./;?&=,!@|]?" + kVarSpec + "(," + kVarSpec + ")*\\})*";
+// RFC 3339 appendix A: dur-date / dur-time / dur-week after "P", each unit at most once and in
+// order, a smaller unit only after the next larger one.
+const std::string kDurTime = "T(\\d+H(\\d+M(\\d+S)?)?|\\d+M(\\d+S)?|\\d+S)";
+const std::string kDuration =
+    "P((\\d+D|\\d+M(\\d+D)?|\\d+Y(\\d+M(\\d+D)?)?)(" + kDurTime + ")?|" + kDurTime + "|\\d+W)";
 const std::string kEmailAtom = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-]+";
 const std::string kDomainLabel = "[A-Za-z0-9]([A-Za-z0-9\\-]{0,61}[A-Za-z0-9])?";
 
@@ -61,11 +66,12 @@ std::optional<std::string> format_regex(const std::string& format, bool* unsuppo
       {"ipv4", "^" + kIpv4 + "$"},
       {"ipv6", "^" + kIpv6 + "$"},
       {"uri-template", "^" + kUriTemplate + "$"},
+      {"duration", "^" + kDuration + "$"},
   };
   // Standard formats (drafts 4 to 2020-12) that validators may assert but the grammar does not.
   static const std::set<std::string> kStandardUnenforced = {
-      "hostname",     "idn-hostname",          "idn-email", "iri",     "iri-reference",
-      "json-pointer", "relative-json-pointer", "regex",     "duration"};
+      "hostname",     "idn-hostname",          "idn-email", "iri", "iri-reference",
+      "json-pointer", "relative-json-pointer", "regex"};
   *unsupported = false;
   if (auto it = kFormats.find(format); it != kFormats.end()) return it->second;
   *unsupported = kStandardUnenforced.count(format) > 0;

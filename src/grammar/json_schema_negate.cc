@@ -11,8 +11,9 @@
 // conjunction of keywords fails when one keyword fails, so the negation is the anyOf of the
 // keywords' negations. A keyword constrains only values of its own type (`pattern` passes any
 // non-string), so its negation names that type: not {pattern: P} is a string that P does not
-// match. Two internal keywords carry what JSON Schema cannot write directly: `$strata:notEnum`
-// (none of these values) and `$strata:notPattern` (a string none of these patterns match).
+// match. Internal keywords carry what JSON Schema cannot write directly: `$strata:notEnum`
+// (none of these values), `$strata:notPattern` (a string none of these patterns match) and
+// `$strata:notInteger` (a number with a non-zero fraction).
 #include <algorithm>
 #include <cmath>
 
@@ -80,15 +81,19 @@ Result<Json> Converter::negate(const Json& schema_in, const std::string& path, i
     if (!is_validation_keyword(key)) continue;
     if (key == "type") {
       std::vector<std::string> types = declared_types(value);
-      if (std::count(types.begin(), types.end(), "integer") &&
-          !std::count(types.begin(), types.end(), "number")) {
-        return unsupported("type integer");  // the complement holds 1.5 but not 1
-      }
+      const bool integer_only = std::count(types.begin(), types.end(), "integer") &&
+                                !std::count(types.begin(), types.end(), "number");
       Json rest = Json::array();
       for (const std::string& t : kJsonTypes) {
-        if (!std::count(types.begin(), types.end(), t)) rest.push_back(t);
+        if (!std::count(types.begin(), types.end(), t) && !(integer_only && t == "number")) {
+          rest.push_back(t);
+        }
       }
       if (!rest.empty()) alternatives.push_back(Json{{"type", rest}});
+      // The complement of integer within numbers: 1.5, not 1 or 1.0.
+      if (integer_only) alternatives.push_back(typed("number", Json{{"$strata:notInteger", true}}));
+    } else if (key == "$strata:notInteger") {
+      alternatives.push_back(Json{{"type", "integer"}});
     } else if (key == "enum" || key == "const") {
       alternatives.push_back(
           Json{{"$strata:notEnum", key == "const" ? Json::array({value}) : value}});

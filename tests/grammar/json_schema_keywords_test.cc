@@ -1,0 +1,287 @@
+// JSON Schema keywords the converter enforces by rewriting (not, if/then/else, dependencies,
+// overlapping oneOf), by automata over code points (patterns combined, complemented, bounded;
+// patternProperties next to additionalProperties; propertyNames), and by counting (uniqueItems
+// over small enums, minProperties/maxProperties, contains). Each case lists instances written
+// by hand with the verdict the specification gives them; the grammar must agree on every one.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+#include "grammar/regex_to_gbnf_automaton.h"
+#include "grammar/token_vocabulary.h"
+
+namespace strata::grammar {
+namespace {
+
+std::shared_ptr<const TokenVocabulary> byte_vocabulary() {
+  static const auto vocabulary = [] {
+    std::vector<std::string> pieces;
+    for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
+    return TokenVocabulary::from_pieces(std::move(pieces), {});
+  }();
+  return vocabulary;
+}
+
+bool accepts(const std::shared_ptr<const CompiledGrammar>& grammar, const std::string& text) {
+  GrammarMatcher matcher(grammar);
+  return matcher.accept_string(text) && matcher.can_end();
+}
+
+struct Case {
+  const char* name;
+  const char* schema;
+  std::vector<std::string> valid;
+  std::vector<std::string> invalid;
+};
+
+void check(const Case& c) {
+  SCOPED_TRACE(c.name);
+  auto gbnf = json_schema_to_gbnf(c.schema);
+  ASSERT_TRUE(gbnf.ok()) << gbnf.error().message;
+  auto grammar = parse_gbnf(*gbnf);
+  ASSERT_TRUE(grammar.ok()) << grammar.error().message << "\n" << *gbnf;
+  auto compiled = CompiledGrammar::compile(*grammar, byte_vocabulary());
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  for (const std::string& text : c.valid) {
+    auto ordered = order_instance_like_schema(c.schema, text);
+    ASSERT_TRUE(ordered.ok()) << text;
+    EXPECT_TRUE(accepts(*compiled, *ordered)) << "valid instance rejected: " << *ordered;
+  }
+  for (const std::string& text : c.invalid) {
+    auto ordered = order_instance_like_schema(c.schema, text);
+    ASSERT_TRUE(ordered.ok()) << text;
+    EXPECT_FALSE(accepts(*compiled, *ordered)) << "invalid instance accepted: " << *ordered;
+  }
+}
+
+TEST(JsonSchemaKeywords, Not) {
+  for (const Case& c : std::vector<Case>{
+           {"not type",
+            R"({"not":{"type":["string","object"]}})",
+            {"1", "null", "[1]", "true"},
+            {R"("a")", "{}"}},
+           {"not enum of strings",
+            R"({"type":"string","not":{"enum":["a","bc"]}})",
+            {R"("")", R"("b")", R"("abc")", R"("bcd")"},
+            {R"("a")", R"("bc")", "1"}},
+           {"not const boolean", R"({"type":"boolean","not":{"const":true}})", {"false"}, {"true"}},
+           {"not required",
+            R"({"type":"object","not":{"required":["a","b"]}})",
+            {"{}", R"({"a":1})", R"({"b":1,"c":2})"},
+            {R"({"a":1,"b":2})"}},
+           {"not pattern",
+            R"({"type":"string","not":{"pattern":"^x.*y$"}})",
+            {R"("xy1")", R"("ax y")", R"("")"},
+            {R"("xy")", R"("x--y")"}},
+           {"not items",
+            R"({"type":"array","not":{"items":{"type":"integer"}}})",
+            {R"([1,"a"])", R"([null])"},
+            {"[]", "[1,2]"}},
+           // {"minimum": 3} holds for every non-number, so only numbers below 3 remain.
+           {"not anyOf",
+            R"({"not":{"anyOf":[{"type":"string"},{"minimum":3}]}})",
+            {"2", "-1", "2.5"},
+            {R"("s")", "3", "7", "null", "{}"}},
+       }) {
+    check(c);
+  }
+}
+
+TEST(JsonSchemaKeywords, IfThenElse) {
+  check({"discriminator const",
+         R"({"type":"object","properties":{"kind":{"type":"string"},"n":{"type":"integer"},
+             "s":{"type":"string"}},
+             "if":{"properties":{"kind":{"const":"num"}}},
+             "then":{"required":["n"]},"else":{"required":["s"]}})",
+         {R"({"kind":"num","n":1})", R"({"n":2})", R"({"kind":"str","s":"x"})",
+          R"({"kind":"str","n":1,"s":"x"})"},
+         {R"({"kind":"num","s":"x"})", R"({"kind":"str","n":1})", R"({"kind":"other"})"}});
+  check({"then only",
+         R"({"if":{"type":"string"},"then":{"minLength":2}})",
+         {"1", "\"ab\"", "null"},
+         {"\"a\"", "\"\""}});
+}
+
+TEST(JsonSchemaKeywords, Dependencies) {
+  check({"draft 7 dependencies, both forms",
+         R"({"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+             "properties":{"a":{"type":"string"},"b":{"type":"string"},"c":{"type":"integer"}},
+             "dependencies":{"a":["b"],"c":{"properties":{"b":{"const":"x"}},"required":["b"]}}})",
+         {"{}", R"({"b":"y"})", R"({"a":"1","b":"2"})", R"({"b":"x","c":1})",
+          R"({"a":"1","b":"x","c":3})"},
+         {R"({"a":"1"})", R"({"c":1})", R"({"b":"y","c":1})"}});
+  check({"dependentRequired and dependentSchemas",
+         R"({"type":"object","dependentRequired":{"x":["y","z"]},
+             "dependentSchemas":{"y":{"properties":{"z":{"type":"integer"}}}}})",
+         {"{}", R"({"y":1,"z":2})", R"({"x":0,"y":1,"z":2})", R"({"z":"s"})"},
+         {R"({"x":0,"y":1})", R"({"y":1,"z":"s"})"}});
+}
+
+TEST(JsonSchemaKeywords, OverlappingOneOfBranchesExcludeEachOther) {
+  check({"required-only branches",
+         R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"},
+             "g":{"type":"integer"}},"additionalProperties":false,
+             "oneOf":[{"required":["a","g"]},{"required":["b","g"]}]})",
+         {R"({"a":"x","g":1})", R"({"b":"x","g":1})"},
+         {R"({"a":"x","b":"y","g":1})", R"({"g":1})", R"({"a":"x"})"}});
+  check({"any value or a string",
+         R"({"oneOf":[{"description":"anything"},{"type":"string"}]})",
+         {"1", "null", "[]", "{}"},
+         {R"("s")"}});
+  check({"branches with a const discriminator",
+         R"({"type":"object","properties":{"shape":{"enum":["circle","square"]},
+             "r":{"type":"number"},"side":{"type":"number"}},"required":["shape"],
+             "oneOf":[{"properties":{"shape":{"const":"circle"}},"required":["r"]},
+                      {"properties":{"shape":{"const":"square"}},"required":["side"]}]})",
+         {R"({"shape":"circle","r":1})", R"({"shape":"square","side":2,"r":1})"},
+         {R"({"shape":"circle","side":1})", R"({"shape":"square"})"}});
+}
+
+TEST(JsonSchemaKeywords, PatternPropertiesNextToAdditionalAndDeclared) {
+  check({"keys split by the patterns they match",
+         R"({"type":"object","properties":{"id":{"type":"integer"}},
+             "patternProperties":{"^x-":{"type":"string"},"y$":{"type":"boolean"}},
+             "additionalProperties":{"type":"null"}})",
+         {R"({"id":1,"x-a":"s","ky":true,"other":null})", "{}"},
+         // "x-y" matches both patterns: a string and a boolean at once, so never valid.
+         {R"({"x-a":1})", R"({"ky":"s"})", R"({"other":1})", R"({"x-y":true})", R"({"x-y":"s"})",
+          R"({"id":"s"})"}});
+  check({"closed with a pattern",
+         R"({"patternProperties":{"^[a-z]+$":{"type":"integer"}},
+             "additionalProperties":false})",
+         {R"({"ab":1,"c":2})", "{}"},
+         {R"({"Ab":1})", R"({"a1":2})", R"({"ab":"x"})"}});
+}
+
+TEST(JsonSchemaKeywords, PropertyNames) {
+  check({"pattern",
+         R"({"type":"object","propertyNames":{"pattern":"^[a-z_]+$","maxLength":3}})",
+         {R"({"ab":1,"c_d":[]})", "{}"},
+         {R"({"AB":1})", R"({"abcd":1})"}});
+  check({"enum and declared",
+         R"({"properties":{"x":{"type":"integer"},"q":{}},
+             "propertyNames":{"enum":["x","y"]}})",
+         {R"({"x":1,"y":"s"})", R"({"y":null})"},
+         {R"({"q":1})", R"({"z":1})", R"({"x":"s"})"}});
+}
+
+TEST(JsonSchemaKeywords, CountingKeywords) {
+  check({"uniqueItems over an enum",
+         R"({"type":"array","uniqueItems":true,"items":{"enum":["a","b",1]},"minItems":1})",
+         {R"(["a"])", R"(["b","a",1])", R"([1.0,"a"])"},
+         {"[]", R"(["a","a"])", R"([1,"b",1])", R"([1,1.0])"}});
+  check({"min and max properties with extras",
+         R"({"type":"object","properties":{"a":{"type":"integer"}},"minProperties":2,
+             "maxProperties":3})",
+         {R"({"a":1,"b":2})", R"({"x":1,"y":2,"z":3})", R"({"a":1,"b":2,"c":3})"},
+         {R"({"a":1})", "{}", R"({"a":1,"b":2,"c":3,"d":4})"}});
+  check({"maxProperties 1, closed",
+         R"({"properties":{"a":{},"b":{}},"additionalProperties":false,
+             "maxProperties":1,"type":"object"})",
+         {"{}", R"({"a":1})", R"({"b":2})"},
+         {R"({"a":1,"b":2})"}});
+  check({"contains",
+         R"({"type":"array","items":{"type":"integer"},"contains":{"minimum":5}})",
+         {"[5]", "[1,2,7]", "[9,1]"},
+         {"[]", "[1,2]", R"([1,"x",6])"}});
+}
+
+TEST(JsonSchemaKeywords, StringsThroughAutomata) {
+  check({"format and pattern together",
+         R"({"type":"string","format":"uri","pattern":"^https://"})",
+         {R"("https://example.org/a")"},
+         {R"("http://example.org")", R"("https://exa mple")"}});
+  check({"anchor inside a group",
+         R"({"type":"string","pattern":"^$|^(a+b)$"})",
+         {R"("")", R"("aab")"},
+         {R"("b")", R"("aabx")"}});
+  check({"length the pattern does not bound",
+         R"({"type":"string","pattern":"^[a-z]+-[a-z]+$","minLength":4,"maxLength":5})",
+         {R"("ab-c")", R"("a-bcd")"},
+         {R"("a-b")", R"("abc-de")"}});
+  check({"a pattern that never matches leaves no string",
+         R"({"type":["string","null"],"pattern":"x^"})",
+         {"null"},
+         {R"("x")", R"("")"}});
+  check({"duration",
+         R"({"type":"string","format":"duration"})",
+         {R"("P1Y2M3DT4H5M6S")", R"("PT1S")", R"("P3W")", R"("P1D")"},
+         {R"("P")", R"("PT")", R"("P1S")", R"("1D")"}});
+}
+
+TEST(JsonSchemaKeywords, LongStringBoundsCountInBlocks) {
+  auto gbnf = json_schema_to_gbnf(R"({"type":"string","minLength":10001,"maxLength":12345})");
+  ASSERT_TRUE(gbnf.ok()) << gbnf.error().message;
+  auto grammar = parse_gbnf(*gbnf);
+  ASSERT_TRUE(grammar.ok()) << grammar.error().message;
+  auto compiled = CompiledGrammar::compile(*grammar, byte_vocabulary());
+  ASSERT_TRUE(compiled.ok());
+  for (size_t n : {10000u, 10001u, 11000u, 12345u, 12346u}) {
+    const bool expected = n >= 10001 && n <= 12345;
+    EXPECT_EQ(accepts(*compiled, "\"" + std::string(n, 'a') + "\""), expected) << n;
+  }
+}
+
+TEST(JsonSchemaKeywords, UnenforceableFormsStillNameTheKeyword) {
+  for (const char* schema :
+       {R"({"not":{"multipleOf":2}})", R"({"type":"array","uniqueItems":true})",
+        R"({"type":"array","items":{"type":"string"},"uniqueItems":true})",
+        R"({"oneOf":[{"type":"integer"},{"multipleOf":3}]})",
+        R"({"type":"object","if":{"additionalProperties":false},"then":{}})"}) {
+    auto gbnf = json_schema_to_gbnf(schema);
+    ASSERT_FALSE(gbnf.ok()) << schema;
+    EXPECT_EQ(gbnf.error().code, ErrorCode::kUnsupported) << gbnf.error().message;
+  }
+}
+
+// --- the automaton against std::regex (ECMAScript, search semantics) ---
+
+TEST(CharDfa, PatternsComplementsAndLengthsAgreeWithStdRegex) {
+  const std::vector<std::string> patterns = {"^[a-z]+$",
+                                             "ab",
+                                             "^(foo|bar)+$",
+                                             "x$|^y",
+                                             "^$|(^(?:\\S+\\s+){0,2}\\S+$)",
+                                             "^a{2,3}b?$",
+                                             "[0-9]{3}",
+                                             "^(\\/?((\\.{2})|([a-z0-9\\-]*))($|\\/))*$"};
+  const std::vector<std::string> texts = {
+      "",        "a",  "ab",  "abc",   "foo", "foobar", "x",     "yx",   "xy",      "a b", "a b c",
+      "a b c d", "aa", "aab", "aaaab", "123", "a1234",  "../a/", "a//b", "/x-1/..", "Ab"};
+  for (const std::string& pattern : patterns) {
+    auto dfa = CharDfa::from_pattern(pattern);
+    ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.error().message;
+    const CharDfa complement = dfa->complement();
+    const CharDfa short_ones = dfa->with_length(1, 3);
+    const std::regex reference(pattern, std::regex::ECMAScript);
+    for (const std::string& text : texts) {
+      const bool expected = std::regex_search(text, reference);
+      EXPECT_EQ(dfa->accepts(text), expected) << pattern << " on '" << text << "'";
+      EXPECT_EQ(complement.accepts(text), !expected) << pattern << " on '" << text << "'";
+      EXPECT_EQ(short_ones.accepts(text), expected && !text.empty() && text.size() <= 3)
+          << pattern << " on '" << text << "'";
+    }
+  }
+  const CharDfa both =
+      CharDfa::from_pattern("^a").value().intersect(CharDfa::from_pattern("b$").value());
+  EXPECT_TRUE(both.accepts("ab"));
+  EXPECT_TRUE(both.accepts("axxb"));
+  EXPECT_FALSE(both.accepts("ba"));
+  EXPECT_TRUE(CharDfa::from_pattern("a^").value().empty());
+  const CharDfa names = CharDfa::literals({"id", "idx", "name"});
+  EXPECT_TRUE(names.accepts("idx"));
+  EXPECT_FALSE(names.accepts("i"));
+  EXPECT_TRUE(names.complement().accepts("i"));
+  EXPECT_FALSE(names.complement().accepts("name"));
+}
+
+}  // namespace
+}  // namespace strata::grammar
