@@ -1,6 +1,7 @@
 // The JSON Schema converter's state: the schema tree, the rules written so far, and $ref
-// resolution. json_schema.cc walks schemas (types, combinators, references);
-// json_schema_containers.cc writes objects and arrays.
+// resolution. json_schema.cc walks schemas (types, combinators, references); the other
+// json_schema_*.cc files write scalars, objects and arrays, object keys, counted shapes,
+// negations, and hold $ref/allOf merging and disjointness.
 #pragma once
 
 #include <map>
@@ -23,6 +24,19 @@ using Json = nlohmann::ordered_json;
 
 // Whether a schema keyword constrains values (as opposed to an annotation).
 bool is_validation_keyword(const std::string& key);
+
+// The six JSON types ("integer" lies inside "number").
+extern const std::vector<std::string> kAllTypes;
+// The types a schema's `type` names (all six when absent; "integer" dropped next to "number").
+std::vector<std::string> type_list(const Json& schema);
+// Whether a JSON value has a JSON Schema type (1.0 is an integer).
+bool value_has_type(const Json& value, const std::string& type);
+// "(a | b | ...)", or the one alternative.
+std::string join_alternatives(const std::vector<std::string>& alternatives);
+
+// Whether `text` matches the ECMA-262 `pattern` anywhere (JSON Schema's pattern semantics);
+// nullopt when std::regex cannot compile it.
+std::optional<bool> regex_search(const std::string& pattern, const std::string& text);
 
 enum class Draft { k4, k6, k7, k2019, k2020 };
 

@@ -1,0 +1,349 @@
+// JSON Schema to GBNF: scalar values. Strings (lengths, patterns, formats and their negations,
+// through regex_to_gbnf or, when they combine, automata), numbers (ranges, non-integers),
+// literals for enum/const, and enum members checked against the scalar keywords.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "grammar/json_schema_converter.h"
+#include "grammar/json_schema_internal.h"
+#include "grammar/regex_to_gbnf.h"
+#include "grammar/regex_to_gbnf_automaton.h"
+
+namespace strata::grammar::json_schema_detail {
+
+Result<bool> Converter::scalar_keywords_allow(const Json& schema, const Json& value,
+                                              const std::string& path) {
+  if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    std::vector<std::string> patterns, not_patterns;
+    if (schema.contains("pattern") && schema["pattern"].is_string()) {
+      patterns.push_back(schema["pattern"].get<std::string>());
+    }
+    if (schema.contains("$strata:notPattern") && schema["$strata:notPattern"].is_array()) {
+      for (const Json& p : schema["$strata:notPattern"]) {
+        if (p.is_string()) not_patterns.push_back(p.get<std::string>());
+      }
+    }
+    if (schema.contains("format") && schema["format"].is_string()) {
+      bool unsupported = false;
+      std::optional<std::string> regex =
+          format_regex(schema["format"].get<std::string>(), &unsupported);
+      if (regex) patterns.push_back(*regex);
+    }
+    long min_length = 0, max_length = -1;
+    if (schema.contains("minLength") && schema["minLength"].is_number()) {
+      min_length = static_cast<long>(std::ceil(schema["minLength"].get<double>()));
+    }
+    if (schema.contains("maxLength") && schema["maxLength"].is_number()) {
+      max_length = static_cast<long>(std::floor(schema["maxLength"].get<double>()));
+    }
+    if (patterns.empty() && not_patterns.empty() && min_length == 0 && max_length < 0) return true;
+    auto dfa = string_automaton(patterns, not_patterns, {}, min_length, max_length);
+    if (!dfa.ok()) return make_error(dfa.error().code, dfa.error().message + " (at " + path + ")");
+    return dfa->accepts(text);
+  }
+  if (value.is_number()) {
+    const double v = value.get<double>();
+    if (schema.contains("$strata:notInteger") && std::floor(v) == v) return false;
+    const auto bound = [&](const char* key) -> std::optional<double> {
+      if (schema.contains(key) && schema[key].is_number()) return schema[key].get<double>();
+      return std::nullopt;
+    };
+    const auto flag = [&](const char* key) {
+      return schema.contains(key) && schema[key].is_boolean() && schema[key].get<bool>();
+    };
+    if (auto m = bound("minimum"); m && (flag("exclusiveMinimum") ? v <= *m : v < *m)) return false;
+    if (auto m = bound("maximum"); m && (flag("exclusiveMaximum") ? v >= *m : v > *m)) return false;
+    if (auto m = bound("exclusiveMinimum"); m && v <= *m) return false;
+    if (auto m = bound("exclusiveMaximum"); m && v >= *m) return false;
+  }
+  return true;
+}
+
+Result<std::string> Converter::excluded_values(const Json& schema, const std::string& type,
+                                               const std::string& path) {
+  if (!schema.contains("$strata:notEnum") || !schema["$strata:notEnum"].is_array())
+    return std::string();
+  std::vector<std::string> strings;
+  bool excludes_true = false, excludes_false = false, excludes_null = false, others = false;
+  for (const Json& value : schema["$strata:notEnum"]) {
+    if (!value_has_type(value, type) && !(type == "number" && value.is_number())) continue;
+    if (value.is_string()) {
+      strings.push_back(value.get<std::string>());
+    } else if (value.is_boolean()) {
+      (value.get<bool>() ? excludes_true : excludes_false) = true;
+    } else if (value.is_null()) {
+      excludes_null = true;
+    } else {
+      others = true;
+    }
+  }
+  if (others) {
+    return make_error(ErrorCode::kUnsupported, "'not' of a " + type + " value at " + path +
+                                                   " cannot be enforced by a grammar");
+  }
+  if (excludes_null) return make_error(ErrorCode::kInvalidArgument, "null excluded at " + path);
+  if (excludes_true && excludes_false) {
+    return make_error(ErrorCode::kInvalidArgument, "both booleans excluded at " + path);
+  }
+  if (excludes_true) return std::string("\"false\"");
+  if (excludes_false) return std::string("\"true\"");
+  if (!strings.empty()) return string_grammar(schema, path, strings);
+  return std::string();
+}
+
+Result<std::string> Converter::visit_type(const Json& schema, const std::string& type,
+                                          const std::string& path) {
+  if (type == "null") return base("null");
+  if (type == "boolean") return base("boolean");
+  if (type == "string") return string_grammar(schema, path, {});
+  if (type == "number") return number_grammar(schema, /*integer=*/false, path);
+  if (type == "integer") return number_grammar(schema, /*integer=*/true, path);
+  if (type == "object") return object_grammar(schema, path);
+  if (type == "array") return array_grammar(schema, path);
+  return make_error(ErrorCode::kInvalidArgument, "unknown type '" + type + "' at " + path);
+}
+
+Result<std::string> Converter::literal(const Json& value) {
+  if (value.is_string()) {
+    return gbnf_literal("\"" + json_escape(value.get<std::string>()) + "\"");
+  }
+  if (value.is_number_integer()) {
+    // JSON Schema compares numbers by value: 1 and 1.0 are the same enum member.
+    return "(" + gbnf_literal(value.dump()) + " (\".0\")?)";
+  }
+  if (value.is_number_float()) {
+    const double v = value.get<double>();
+    if (std::floor(v) == v && std::fabs(v) < 1e15) {
+      const std::string whole = std::to_string(static_cast<int64_t>(v));
+      return "(" + gbnf_literal(whole) + " | " + gbnf_literal(whole + ".0") + ")";
+    }
+  }
+  if (value.is_array()) {
+    std::string out = "\"[\" " + base("ws");
+    for (size_t i = 0; i < value.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(std::string item, literal(value[i]));
+      out += (i ? " \",\" ws " : " ") + item + " ws";
+    }
+    return out + " \"]\"";
+  }
+  if (value.is_object()) {
+    std::string out = "\"{\" " + base("ws");
+    bool first = true;
+    for (const auto& [key, item] : value.items()) {
+      STRATA_ASSIGN_OR_RETURN(std::string item_gbnf, literal(item));
+      out += (first ? " " : " \",\" ws ") + gbnf_literal("\"" + json_escape(key) + "\"") +
+             " ws \":\" ws " + item_gbnf + " ws";
+      first = false;
+    }
+    return out + " \"}\"";
+  }
+  return gbnf_literal(value.dump());
+}
+
+Result<std::string> Converter::string_grammar(const Json& schema, const std::string& path,
+                                              const std::vector<std::string>& excluded) {
+  long min_length = 0, max_length = -1;
+  if (schema.contains("minLength") && schema["minLength"].is_number()) {
+    min_length = static_cast<long>(std::ceil(schema["minLength"].get<double>()));
+  }
+  if (schema.contains("maxLength") && schema["maxLength"].is_number()) {
+    max_length = static_cast<long>(std::floor(schema["maxLength"].get<double>()));
+  }
+  if (max_length >= 0 && max_length < min_length) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "maxLength < minLength at " + path + ": no string is valid");
+  }
+  // Patterns the string must match, and patterns it must not.
+  std::vector<std::string> patterns, not_patterns;
+  if (schema.contains("pattern") && schema["pattern"].is_string()) {
+    patterns.push_back(schema["pattern"].get<std::string>());
+  }
+  if (schema.contains("$strata:notPattern") && schema["$strata:notPattern"].is_array()) {
+    for (const Json& p : schema["$strata:notPattern"]) {
+      if (p.is_string()) not_patterns.push_back(p.get<std::string>());
+    }
+  }
+  if (schema.contains("format") && schema["format"].is_string()) {
+    const std::string format = schema["format"].get<std::string>();
+    bool unsupported = false;
+    std::optional<std::string> regex = format_regex(format, &unsupported);
+    if (unsupported) STRATA_RETURN_IF_ERROR(unenforceable("format '" + format + "'", path));
+    if (regex) patterns.push_back(*regex);
+  }
+  const std::string quote = gbnf_literal("\"");
+  if (patterns.size() == 1 && not_patterns.empty() && excluded.empty()) {
+    auto body = regex_to_gbnf(patterns[0], min_length, max_length);
+    if (body.ok()) return quote + " " + *body + " " + quote;
+    if (body.error().code != ErrorCode::kUnsupported) {
+      return make_error(body.error().code, body.error().message + " (at " + path + ")");
+    }
+  }
+  if (!patterns.empty() || !not_patterns.empty() || !excluded.empty()) {
+    auto automaton = string_automaton(patterns, not_patterns, excluded, min_length, max_length);
+    if (automaton.ok()) {
+      if (automaton->empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "no string at " + path +
+                                                           " satisfies its pattern, format, "
+                                                           "length and exclusions together");
+      }
+      const std::string hint = path + "/string";
+      const std::string start = automaton->to_gbnf(
+          [&] { return new_rule(hint); },
+          [&](const std::string& name, std::string body) { set_rule(name, std::move(body)); });
+      return quote + " " + start + " " + quote;
+    }
+    if (automaton.error().code != ErrorCode::kUnsupported || !options_.best_effort) {
+      return make_error(automaton.error().code, automaton.error().message + " (at " + path + ")");
+    }
+  }
+  if (min_length == 0 && max_length < 0) return base("string");
+  // The GBNF parser repeats at most 10000 times; longer bounds count in blocks of 1000:
+  // n = 1000 q + s characters, and "at most r" splits at r's block count.
+  constexpr long kMaxRepeat = 10000, kBlock = 1000, kMaxLength = kBlock * kMaxRepeat;
+  if (min_length > kMaxLength || max_length > kMaxLength) {
+    STRATA_RETURN_IF_ERROR(unenforceable("a string length bound above 10000000", path));
+    min_length = std::min(min_length, kMaxLength);
+    if (max_length > kMaxLength) max_length = -1;
+  }
+  const std::string c = base("char");
+  const auto times = [&](const std::string& item, long lo, long hi) {
+    if (hi == lo) return lo == 0 ? std::string() : item + "{" + std::to_string(lo) + "}";
+    if (hi < 0) return item + "{" + std::to_string(lo) + ",}";
+    return item + "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+  };
+  std::string block;
+  const auto get_block = [&] {
+    if (block.empty()) {
+      block = new_rule(path + "/block");
+      set_rule(block, c + "{" + std::to_string(kBlock) + "}");
+    }
+    return block;
+  };
+  const auto exactly = [&](long n) {
+    if (n <= kMaxRepeat) return times(c, n, n);
+    const std::string rest = times(c, n % kBlock, n % kBlock);
+    return times(get_block(), n / kBlock, n / kBlock) + (rest.empty() ? "" : " " + rest);
+  };
+  const auto at_most = [&](long r) {
+    if (r <= kMaxRepeat) return times(c, 0, r);
+    const long q = r / kBlock, rem = r % kBlock;
+    return "(" + times(get_block(), 0, q - 1) + " " + times(c, 0, kBlock - 1) + " | " +
+           times(get_block(), q, q) + (rem ? " " + times(c, 0, rem) : "") + ")";
+  };
+  std::string body = exactly(min_length);
+  const std::string more = max_length < 0 ? c + "*" : at_most(max_length - min_length);
+  if (max_length != min_length) body += (body.empty() ? "" : " ") + more;
+  return quote + " " + body + " " + quote;
+}
+
+Result<CharDfa> Converter::string_automaton(const std::vector<std::string>& patterns,
+                                            const std::vector<std::string>& not_patterns,
+                                            const std::vector<std::string>& excluded,
+                                            long min_length, long max_length) {
+  CharDfa dfa = CharDfa::any();
+  const auto check = [](const CharDfa& d) -> Status {
+    if (d.size() > kMaxDfaStates) {
+      return make_error(ErrorCode::kUnsupported, "string constraints whose automaton exceeds " +
+                                                     std::to_string(kMaxDfaStates) + " states");
+    }
+    return ok_status();
+  };
+  for (const std::string& pattern : patterns) {
+    STRATA_ASSIGN_OR_RETURN(CharDfa one, CharDfa::from_pattern(pattern));
+    dfa = dfa.intersect(one);
+    STRATA_RETURN_IF_ERROR(check(dfa));
+  }
+  for (const std::string& pattern : not_patterns) {
+    STRATA_ASSIGN_OR_RETURN(CharDfa one, CharDfa::from_pattern(pattern));
+    dfa = dfa.intersect(one.complement());
+    STRATA_RETURN_IF_ERROR(check(dfa));
+  }
+  if (!excluded.empty()) {
+    dfa = dfa.intersect(CharDfa::literals(excluded).complement());
+    STRATA_RETURN_IF_ERROR(check(dfa));
+  }
+  if (min_length > 0 || max_length >= 0) {
+    dfa = dfa.with_length(min_length, max_length);
+    STRATA_RETURN_IF_ERROR(check(dfa));
+  }
+  return dfa;
+}
+
+Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
+                                              const std::string& path) {
+  if (schema.contains("$strata:notInteger")) {
+    if (integer) {
+      return make_error(ErrorCode::kInvalidArgument, "an integer that is not one at " + path);
+    }
+    for (const char* key :
+         {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
+      if (schema.contains(key)) {
+        return make_error(ErrorCode::kUnsupported, "'not' of an integer next to '" +
+                                                       std::string(key) + "' at " + path +
+                                                       " cannot be enforced by a grammar");
+      }
+    }
+    // Written without an exponent, with a fraction that is not all zeros.
+    return std::string("\"-\"? (\"0\" | [1-9] [0-9]{0,19}) \".\" \"0\"{0,23} [1-9] [0-9]{0,23}");
+  }
+  if (schema.contains("multipleOf") && schema["multipleOf"].is_number()) {
+    const double step = schema["multipleOf"].get<double>();
+    if (step == 1.0) {
+      integer = true;
+    } else if (!(integer && step > 0 && std::floor(1.0 / step) == 1.0 / step)) {
+      STRATA_RETURN_IF_ERROR(unenforceable("'multipleOf'", path));
+    }
+  }
+  std::optional<Bound> lower, upper;
+  const auto read = [&](const char* inclusive_key, const char* exclusive_key,
+                        std::optional<Bound>* bound, bool lower_side) {
+    const auto tighter = [&](Bound b) {
+      if (!*bound) {
+        *bound = b;
+        return;
+      }
+      const bool better = lower_side ? (b.value > (*bound)->value) : (b.value < (*bound)->value);
+      if (better || (b.value == (*bound)->value && b.exclusive)) *bound = b;
+    };
+    if (schema.contains(inclusive_key) && schema[inclusive_key].is_number()) {
+      const bool draft4_exclusive = schema.contains(exclusive_key) &&
+                                    schema[exclusive_key].is_boolean() &&
+                                    schema[exclusive_key].get<bool>();
+      tighter(Bound{schema[inclusive_key].get<double>(), draft4_exclusive});
+    }
+    if (schema.contains(exclusive_key) && schema[exclusive_key].is_number()) {
+      tighter(Bound{schema[exclusive_key].get<double>(), true});
+    }
+  };
+  read("minimum", "exclusiveMinimum", &lower, true);
+  read("maximum", "exclusiveMaximum", &upper, false);
+  if (integer) {
+    constexpr double kLimit = 9.2e18;
+    std::optional<int64_t> lo, hi;
+    if (lower && std::fabs(lower->value) < kLimit) {
+      lo = static_cast<int64_t>(lower->exclusive ? std::floor(lower->value) + 1
+                                                 : std::ceil(lower->value));
+    }
+    if (upper && std::fabs(upper->value) < kLimit) {
+      hi = static_cast<int64_t>(upper->exclusive ? std::ceil(upper->value) - 1
+                                                 : std::floor(upper->value));
+    }
+    if (!lo && !hi) return base("integer");
+    if (lo && hi && *lo > *hi) {
+      return make_error(ErrorCode::kInvalidArgument, "no integer is within the bounds at " + path);
+    }
+    return integer_range_gbnf(lo, hi);
+  }
+  if (!lower && !upper) return base("number");
+  auto range = number_range_gbnf(lower, upper);
+  if (range.ok()) return range;
+  if (range.error().code == ErrorCode::kUnsupported) {
+    STRATA_RETURN_IF_ERROR(unenforceable(range.error().message, path));
+    return base("number");
+  }
+  return make_error(range.error().code, range.error().message + " (at " + path + ")");
+}
+
+}  // namespace strata::grammar::json_schema_detail
