@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <optional>
 #include <random>
 
 #include "server/http_errors.h"
@@ -25,6 +26,8 @@ std::string random_hex(size_t n) {
 // Per-choice progress while events arrive.
 struct ChoiceState {
   ChoiceResult result;
+  std::optional<ToolCallStream> tool_stream;  // streamed requests with tools
+  std::vector<std::string> tool_call_ids;     // of the calls streamed so far
   size_t completion_tokens = 0;
   std::vector<LogprobEntry> pending_logprobs;  // tokens whose text the engine still holds back
   bool finished = false;
@@ -179,6 +182,18 @@ void respond_whole(std::shared_ptr<Job> job, Collector& collector, const Respons
   res.set_content(completion_body(header, results, collector.usage()), "application/json");
 }
 
+// SSE chunks for one choice's tool-stream delta: content, then call pieces (new calls get ids).
+std::string tool_stream_chunks(const ResponseHeader& header, size_t choice,
+                               const ToolCallStream::Delta& delta, std::vector<std::string>& ids) {
+  std::string out;
+  if (!delta.content.empty()) out += sse_event(text_chunk(header, choice, delta.content, nullptr));
+  if (delta.calls.empty()) return out;
+  for (const ToolCallStream::CallDelta& c : delta.calls) {
+    if (c.first) ids.push_back("call_" + random_hex(24));
+  }
+  return out + sse_event(tool_call_deltas_chunk(header, choice, delta.calls, ids));
+}
+
 // Streams the job's events as SSE chunks. The provider runs on this request's HTTP thread; it
 // returns false (ending the response) when the client is gone, and the releaser then cancels
 // the job so its sequences free their KV pages at the worker's next iteration.
@@ -214,15 +229,18 @@ void respond_stream(std::shared_ptr<Job> job, std::shared_ptr<Collector> collect
             return true;
           }
           if (collector->tools) {
-            // The reply is known to be text or calls only once it ends.
+            ChoiceState& c = collector->choices[e.choice];
+            if (!c.tool_stream) c.tool_stream.emplace(collector->tool_format);
+            ToolCallStream::Delta delta = c.tool_stream->push(text);
             if (e.event.finish != FinishReason::kNone) {
-              const ChoiceResult& result = collector->choices[e.choice].result;
-              if (!result.text.empty())
-                out += sse_event(text_chunk(header, e.choice, result.text, nullptr));
-              if (!result.tool_calls.empty())
-                out += sse_event(tool_calls_chunk(header, e.choice, result.tool_calls));
+              ToolCallStream::Delta rest = c.tool_stream->finish();
+              delta.content += rest.content;
+              delta.calls.insert(delta.calls.end(), rest.calls.begin(), rest.calls.end());
+            }
+            out += tool_stream_chunks(header, e.choice, delta, c.tool_call_ids);
+            if (e.event.finish != FinishReason::kNone) {
               out += sse_event(
-                  finish_chunk(header, e.choice, e.event.finish, !result.tool_calls.empty()));
+                  finish_chunk(header, e.choice, e.event.finish, !c.tool_call_ids.empty()));
             }
           } else {
             if (!text.empty() || !entries.empty()) {

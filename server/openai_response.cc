@@ -175,9 +175,22 @@ std::string finish_chunk(const ResponseHeader& h, size_t choice, FinishReason fi
                                                   finish_json(finish, tool_calls))})));
 }
 
-std::string tool_calls_chunk(const ResponseHeader& h, size_t choice,
-                             const std::vector<ToolCall>& calls) {
-  json delta = {{"tool_calls", tool_calls_json(calls, true)}};
+std::string tool_call_deltas_chunk(const ResponseHeader& h, size_t choice,
+                                   const std::vector<ToolCallStream::CallDelta>& calls,
+                                   const std::vector<std::string>& ids) {
+  json pieces = json::array();
+  for (const ToolCallStream::CallDelta& c : calls) {
+    json piece = {{"index", c.index}};
+    if (c.first) {
+      piece["id"] = ids[c.index];
+      piece["type"] = "function";
+      piece["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+    } else {
+      piece["function"] = {{"arguments", c.arguments}};
+    }
+    pieces.push_back(std::move(piece));
+  }
+  json delta = {{"tool_calls", std::move(pieces)}};
   return dump(
       chunk(h, json::array({stream_choice(h, choice, std::move(delta), nullptr, nullptr)})));
 }

@@ -62,9 +62,12 @@ std::string text_chunk(const ResponseHeader& header, size_t choice, const std::s
 // `tool_calls`: the choice ended in tool calls (finish_reason "tool_calls").
 std::string finish_chunk(const ResponseHeader& header, size_t choice, FinishReason finish,
                          bool tool_calls = false);
-// A chat delta carrying whole tool calls, as OpenAI streams them (index, id, type, function).
-std::string tool_calls_chunk(const ResponseHeader& header, size_t choice,
-                             const std::vector<ToolCall>& calls);
+// A chat delta with tool-call pieces, as OpenAI streams them: a call's first piece carries
+// index, id, type and function.name; later ones index and more function.arguments text.
+// ids[i] is call i's id.
+std::string tool_call_deltas_chunk(const ResponseHeader& header, size_t choice,
+                                   const std::vector<ToolCallStream::CallDelta>& calls,
+                                   const std::vector<std::string>& ids);
 std::string usage_chunk(const ResponseHeader& header, const Usage& usage);
 
 // "data: <json>\n\n", and the stream's last event.

@@ -67,4 +67,40 @@ struct ParsedReply {
 // JSON, no name) stays content.
 ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view reply);
 
+// The same split while the reply is generated, as OpenAI streams it: push() each piece of text
+// and send the delta it returns; finish() at the end sends what was held back. Content goes
+// out as soon as it can no longer be the start of a call (trimmed, like parse_tool_calls's);
+// a call goes out once its name is complete (first = true, with the name), then its arguments'
+// JSON text as it grows. A reply that looks like a call but never parses may already have sent
+// call deltas; with the tool-call constraint on, calls always parse.
+class ToolCallStream {
+ public:
+  explicit ToolCallStream(ToolCallFormat format);
+
+  struct CallDelta {
+    size_t index = 0;    // the call's position in the reply
+    bool first = false;  // the call's first delta: carries the name
+    std::string name;
+    std::string arguments;  // text to append to the call's arguments
+  };
+  struct Delta {
+    std::string content;  // text to append to the message content
+    std::vector<CallDelta> calls;
+    bool empty() const { return content.empty() && calls.empty(); }
+  };
+
+  Delta push(std::string_view text);
+  Delta finish();
+
+ private:
+  struct Scan;
+  Scan scan(bool final) const;
+  Delta diff(const Scan& scan);
+
+  ToolCallFormat format_;
+  std::string text_;                // the reply so far
+  std::string content_sent_;        // content sent so far
+  std::vector<size_t> calls_sent_;  // per call begun: arguments bytes sent
+};
+
 }  // namespace strata

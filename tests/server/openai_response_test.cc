@@ -52,9 +52,13 @@ TEST(OpenAiResponse, ToolCallsShape) {
       "function": {"name": "add", "arguments": "{\"a\":1}"}}])"));
   EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
 
-  json delta = json::parse(tool_calls_chunk(h, 0, c.tool_calls))["choices"][0]["delta"];
-  EXPECT_EQ(delta["tool_calls"][0]["index"], 0);
-  EXPECT_EQ(delta["tool_calls"][0]["function"]["name"], "add");
+  const std::vector<ToolCallStream::CallDelta> pieces = {{0, true, "add", "{\"a\""},
+                                                         {0, false, "", ":1}"}};
+  json delta = json::parse(tool_call_deltas_chunk(h, 0, pieces, {"call_1"}))["choices"][0]["delta"];
+  EXPECT_EQ(delta["tool_calls"], json::parse(R"([
+      {"index": 0, "id": "call_1", "type": "function",
+       "function": {"name": "add", "arguments": "{\"a\""}},
+      {"index": 0, "function": {"arguments": ":1}"}}])"));
   EXPECT_EQ(
       json::parse(finish_chunk(h, 0, FinishReason::kStop, true))["choices"][0]["finish_reason"],
       "tool_calls");

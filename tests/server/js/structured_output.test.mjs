@@ -224,3 +224,41 @@ test('tool_choice "required" replies are tool calls with valid arguments (BFCL)'
   assert.deepEqual(failures, []);
   assert.ok(stats.calls > 0);
 });
+
+// Streamed calls go through the official client's own accumulator (ChatCompletionStream): the
+// arguments arrive in pieces and add up to valid calls, as OpenAI streams them.
+test('streamed tool calls accumulate in the openai client into valid calls', async () => {
+  const cases = bfclCases().slice(0, 12);
+  let argumentDeltas = 0;
+  for (const [i, c] of cases.entries()) {
+    const functions = Array.isArray(c.function) ? c.function : [c.function];
+    const tools = functions.map((fn) => ({
+      type: 'function',
+      function: { name: fn.name.replaceAll('.', '_'), description: fn.description,
+                  parameters: toJsonSchema(fn.parameters) },
+    }));
+    const stream = client.chat.completions.stream({
+      model: 'strata',
+      messages: [{ role: 'user', content: 'Call a tool.' }],
+      tools,
+      tool_choice: 'required',
+      temperature: 1,
+      seed: 100 + i,
+      max_tokens: 256,
+    });
+    stream.on('tool_calls.function.arguments.delta', () => { argumentDeltas += 1; });
+    const completion = await stream.finalChatCompletion();
+    const choice = completion.choices[0];
+    assert.equal(choice.finish_reason, 'tool_calls', `${c.id}: ${JSON.stringify(choice.message)}`);
+    assert.ok(choice.message.tool_calls.length > 0);
+    for (const call of choice.message.tool_calls) {
+      assert.match(call.id, /^call_/);
+      const tool = tools.find((t) => t.function.name === call.function.name);
+      assert.ok(tool, `${c.id}: unknown tool ${call.function.name}`);
+      const validate = validatorFor(tool.function.parameters);
+      const args = JSON.parse(call.function.arguments);
+      assert.ok(validate(args), `${c.id}: ${JSON.stringify(validate.errors)}: ${call.function.arguments}`);
+    }
+  }
+  assert.ok(argumentDeltas > 3 * cases.length, `only ${argumentDeltas} argument deltas`);
+});
