@@ -430,9 +430,13 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
     } else if (schema["enum"].is_array()) {
       values = schema["enum"];
     }
+    // JSON values compare without regard to key order.
     const auto listed = [&](const char* key, const Json& value) {
-      return schema.contains(key) && schema[key].is_array() &&
-             std::find(schema[key].begin(), schema[key].end(), value) != schema[key].end();
+      if (!schema.contains(key) || !schema[key].is_array()) return false;
+      const nlohmann::json unordered = nlohmann::json::parse(value.dump());
+      return std::any_of(schema[key].begin(), schema[key].end(), [&](const Json& member) {
+        return nlohmann::json::parse(member.dump()) == unordered;
+      });
     };
     std::vector<std::string> alternatives;
     for (const Json& value : values) {

@@ -105,9 +105,9 @@ Result<std::vector<std::string>> Converter::pattern_members(
     sources.push_back(pattern);
     schemas.push_back(sub);
   }
-  if (sources.size() > 8) {
+  if (sources.size() > 16) {
     return make_error(ErrorCode::kUnsupported,
-                      "more than 8 restricting patternProperties at " + path +
+                      "more than 16 restricting patternProperties at " + path +
                           " cannot be enforced by a grammar; remove some or ask for best effort");
   }
   std::vector<CharDfa> matches, misses;

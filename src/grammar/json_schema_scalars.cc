@@ -80,7 +80,8 @@ Result<std::string> Converter::excluded_values(const Json& schema, const std::st
     }
   }
   if (others) {
-    return make_error(ErrorCode::kUnsupported, "'not' of a " + type + " value at " + path +
+    return make_error(ErrorCode::kUnsupported, "'not' of an enum/const member of type " + type +
+                                                   " at " + path +
                                                    " cannot be enforced by a grammar");
   }
   if (excludes_null) return make_error(ErrorCode::kInvalidArgument, "null excluded at " + path);
