@@ -8,6 +8,8 @@
 #include <random>
 #include <thread>
 
+#include "bench/bandwidth.h"
+
 namespace strata::bench {
 namespace {
 
@@ -202,6 +204,12 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     report.concurrency.push_back(c);
   }
   report.peak_rss_bytes = peak_rss_bytes();
+  if (o.measure_bandwidth) {
+    // A buffer well past any cache and about the size of a small model's weights.
+    const size_t bytes = std::max<size_t>(size_t{512} << 20, report.weight_bytes);
+    report.read_bandwidth_gb_s =
+        measure_read_bandwidth(std::min(bytes, size_t{2} << 30), report.threads);
+  }
   return report;
 }
 

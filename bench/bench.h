@@ -17,12 +17,13 @@ namespace strata::bench {
 
 struct BenchOptions {
   EngineOptions engine;
-  int prompt_tokens = 512;       // -p: tokens of the prompt-processing test (0: skip it)
-  int generate_tokens = 128;     // -n: tokens of the generation test (0: skip it)
-  int repetitions = 3;           // -r
-  int ctx_depth = 0;             // tokens already in the cache before the generation test
-  std::vector<int> concurrency;  // streams at once for the batching test (empty: skip it)
-  uint64_t seed = 1;             // of the random prompt tokens
+  int prompt_tokens = 512;        // -p: tokens of the prompt-processing test (0: skip it)
+  int generate_tokens = 128;      // -n: tokens of the generation test (0: skip it)
+  int repetitions = 3;            // -r
+  int ctx_depth = 0;              // tokens already in the cache before the generation test
+  std::vector<int> concurrency;   // streams at once for the batching test (empty: skip it)
+  bool measure_bandwidth = true;  // the STREAM-like read test (a second or two)
+  uint64_t seed = 1;              // of the random prompt tokens
 };
 
 // Mean and sample standard deviation over repetitions.
@@ -54,6 +55,9 @@ struct BenchReport {
   size_t peak_rss_bytes = 0;
   size_t weight_bytes = 0;       // weight bytes one generated token reads
   double tg_bandwidth_gb_s = 0;  // weight_bytes * tg tokens/s: the memory traffic decode implies
+  // The machine's read bandwidth with the same threads (STREAM-like, bandwidth.h), measured in
+  // this run: decode's ceiling. 0 when skipped.
+  double read_bandwidth_gb_s = 0;
   std::vector<ConcurrencyResult> concurrency;
 };
 

@@ -51,8 +51,14 @@ std::string format_table(const BenchReport& r) {
     out << "(tg xN: decode tokens/s of all streams together once every stream has its first "
            "token; ttft is the p50)\n";
   }
-  out << printf_string("peak RSS: %s; decode reads %.1f GB/s of weights\n",
+  out << printf_string("peak RSS: %s; decode reads %.1f GB/s of weights",
                        human_bytes(r.peak_rss_bytes).c_str(), r.tg_bandwidth_gb_s);
+  if (r.read_bandwidth_gb_s > 0) {
+    out << printf_string(" = %.0f%% of the %.1f GB/s this machine reads (STREAM-like, %d threads)",
+                         100.0 * r.tg_bandwidth_gb_s / r.read_bandwidth_gb_s, r.read_bandwidth_gb_s,
+                         r.threads);
+  }
+  out << "\n";
   return out.str();
 }
 
@@ -76,6 +82,9 @@ std::string format_json(const BenchReport& r) {
   j["peak_rss_bytes"] = r.peak_rss_bytes;
   j["weight_bytes"] = r.weight_bytes;
   j["tg_bandwidth_gb_s"] = r.tg_bandwidth_gb_s;
+  j["read_bandwidth_gb_s"] = r.read_bandwidth_gb_s;
+  j["tg_bandwidth_fraction"] =
+      r.read_bandwidth_gb_s > 0 ? r.tg_bandwidth_gb_s / r.read_bandwidth_gb_s : 0.0;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const ConcurrencyResult& c : r.concurrency) {
     rows.push_back({{"streams", c.streams},

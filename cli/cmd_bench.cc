@@ -46,6 +46,8 @@ Command add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   sub->add_option("--seed", o.seed, "seed of the random prompt tokens");
+  sub->add_flag("!--no-bandwidth", o.measure_bandwidth,
+                "skip the STREAM-like memory read test (decode's bandwidth ceiling)");
   sub->add_flag("--json", f->json, "print one JSON object instead of the table");
   return {sub, [f] { return run(*f); }};
 }

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+
+#include "bench/bandwidth.h"
 
 namespace strata::bench {
 namespace {
@@ -27,6 +30,7 @@ BenchOptions small_options() {
   o.prompt_tokens = 16;
   o.generate_tokens = 8;
   o.repetitions = 2;
+  o.measure_bandwidth = false;  // its own test below
   return o;
 }
 
@@ -51,8 +55,9 @@ TEST(BenchTest, ReportsEveryFigureOnARealModel) {
   }
 
   const nlohmann::json j = nlohmann::json::parse(format_json(*r));
-  for (const char* key : {"pp_tokens_per_s", "tg_tokens_per_s", "ttft_ms", "itl_p50_ms",
-                          "itl_p99_ms", "peak_rss_bytes", "weight_bytes"}) {
+  for (const char* key :
+       {"pp_tokens_per_s", "tg_tokens_per_s", "ttft_ms", "itl_p50_ms", "itl_p99_ms",
+        "peak_rss_bytes", "weight_bytes", "read_bandwidth_gb_s", "tg_bandwidth_fraction"}) {
     ASSERT_TRUE(j.contains(key)) << key;
     EXPECT_TRUE(j[key].is_number()) << key;
   }
@@ -61,6 +66,19 @@ TEST(BenchTest, ReportsEveryFigureOnARealModel) {
   EXPECT_NE(table.find("pp16"), std::string::npos);
   EXPECT_NE(table.find("tg8 @ d40"), std::string::npos);
   EXPECT_NE(table.find("tg x3 streams"), std::string::npos);
+}
+
+TEST(BenchTest, ReadBandwidthIsMeasuredAndReported) {
+  const double gb_s = measure_read_bandwidth(size_t{32} << 20, 2, 2);
+  EXPECT_GT(gb_s, 0);
+  EXPECT_TRUE(std::isfinite(gb_s));
+  EXPECT_EQ(measure_read_bandwidth(0, 2), 0);
+  BenchReport r;
+  r.tg_bandwidth_gb_s = 3;
+  r.read_bandwidth_gb_s = 12;
+  r.threads = 2;
+  EXPECT_NE(format_table(r).find("= 25% of the 12.0 GB/s"), std::string::npos) << format_table(r);
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(format_json(r))["tg_bandwidth_fraction"], 0.25);
 }
 
 TEST(BenchTest, BadOptionsAreErrors) {
