@@ -132,12 +132,12 @@ Result<std::vector<std::string>> Converter::pattern_members(
     const size_t i = depth.back();
     pending.pop_back();
     depth.pop_back();
-    if (current.keys.empty()) continue;
     if (current.keys.size() > kMaxDfaStates || classes.size() + pending.size() > 64) {
       return make_error(
           ErrorCode::kUnsupported,
           "patternProperties at " + path + " whose key classes need too large an automaton");
     }
+    if (current.keys.empty()) continue;
     if (i == sources.size()) {
       classes.push_back(std::move(current));
       continue;
@@ -214,6 +214,10 @@ Result<std::optional<CharDfa>> Converter::property_names(const Json& names_in,
   STRATA_ASSIGN_OR_RETURN(CharDfa keys,
                           string_automaton(patterns, {}, excluded, min_length, max_length));
   if (listed) keys = keys.intersect(*listed);
+  if (keys.size() > kMaxDfaStates) {
+    return make_error(ErrorCode::kUnsupported,
+                      "propertyNames at " + path + " whose keys need too large an automaton");
+  }
   return std::optional<CharDfa>(std::move(keys));
 }
 

@@ -274,14 +274,16 @@ Result<CharDfa> CharDfa::from_pattern(std::string_view pattern) {
 
   // Subset construction. An element is nfa_state * 2 + after_dollar: past a `$` only the end
   // of the text may follow. The start set alone may cross `^`.
+  std::vector<uint32_t> seen(nfa.size() * 2, 0);  // the closure call that last saw an element
+  uint32_t stamp = 0;
   const auto closure = [&](std::vector<uint32_t> seeds, bool at_start) {
     std::vector<uint32_t> out;
-    std::vector<char> seen(nfa.size() * 2, 0);
+    ++stamp;
     while (!seeds.empty()) {
       const uint32_t e = seeds.back();
       seeds.pop_back();
-      if (seen[e]) continue;
-      seen[e] = 1;
+      if (seen[e] == stamp) continue;
+      seen[e] = stamp;
       out.push_back(e);
       const uint32_t s = e / 2, dollar = e % 2;
       for (const Nfa::Edge& edge : nfa.edges(s)) {
@@ -403,11 +405,16 @@ CharDfa CharDfa::complement() const {
 
 CharDfa CharDfa::intersect(const CharDfa& other) const {
   CharDfa out;
+  out.overflowed_ = overflowed_ || other.overflowed_;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> ids;
   std::vector<std::pair<uint32_t, uint32_t>> pairs = {{0, 0}};
   ids[{0, 0}] = 0;
   out.states_.emplace_back();
-  for (size_t current = 0; current < pairs.size() && pairs.size() <= kMaxDfaStates * 4; ++current) {
+  for (size_t current = 0; current < pairs.size(); ++current) {
+    if (pairs.size() > kMaxDfaStates * 4) {
+      out.overflowed_ = true;
+      break;
+    }
     const auto [a, b] = pairs[current];
     out.states_[current].accepting = states_[a].accepting && other.states_[b].accepting;
     for (const auto& [set_a, to_a] : states_[a].next) {
@@ -430,11 +437,16 @@ CharDfa CharDfa::intersect(const CharDfa& other) const {
 CharDfa CharDfa::with_length(long min, long max) const {
   const long cap = max >= 0 ? max : min;
   CharDfa out;
+  out.overflowed_ = overflowed_;
   std::map<std::pair<uint32_t, long>, uint32_t> ids;
   std::vector<std::pair<uint32_t, long>> pairs = {{0, 0}};
   ids[{0, 0}] = 0;
   out.states_.emplace_back();
-  for (size_t current = 0; current < pairs.size() && pairs.size() <= kMaxDfaStates * 4; ++current) {
+  for (size_t current = 0; current < pairs.size(); ++current) {
+    if (pairs.size() > kMaxDfaStates * 4) {
+      out.overflowed_ = true;
+      break;
+    }
     const auto [q, n] = pairs[current];
     out.states_[current].accepting = states_[q].accepting && n >= min;
     if (max >= 0 && n >= max) continue;

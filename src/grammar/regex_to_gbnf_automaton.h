@@ -40,7 +40,8 @@ class CharDfa {
 
   bool empty() const;
   bool accepts(std::string_view text) const;
-  size_t size() const { return states_.size(); }
+  // States; SIZE_MAX when a construction stopped at the limit (the language is then unknown).
+  size_t size() const { return overflowed_ ? SIZE_MAX : states_.size(); }
 
   // Writes one rule per state through `new_rule` (a fresh rule name) and `set_rule` (its body)
   // and returns the start rule's name; the language must not be empty.
@@ -57,6 +58,7 @@ class CharDfa {
   void minimize();
 
   std::vector<State> states_;
+  bool overflowed_ = false;
 };
 
 // Upper bound on automaton states (after each operation) before the converter gives up with

@@ -239,7 +239,9 @@ TEST(JsonSchemaKeywords, UnenforceableFormsStillNameTheKeyword) {
        {R"({"not":{"multipleOf":2}})", R"({"type":"array","uniqueItems":true})",
         R"({"type":"array","items":{"type":"string"},"uniqueItems":true})",
         R"({"oneOf":[{"type":"integer"},{"multipleOf":3}]})",
-        R"({"type":"object","if":{"additionalProperties":false},"then":{}})"}) {
+        R"({"type":"object","if":{"additionalProperties":false},"then":{}})",
+        // 2^13 states: refused rather than truncated.
+        R"({"type":"string","pattern":"^(a|b)*a(a|b){12}$","maxLength":100})"}) {
     auto gbnf = json_schema_to_gbnf(schema);
     ASSERT_FALSE(gbnf.ok()) << schema;
     EXPECT_EQ(gbnf.error().code, ErrorCode::kUnsupported) << gbnf.error().message;
