@@ -1,5 +1,6 @@
 // Kernel throughput: matvec GB/s of weight bytes per type (the decode bound), matmul with 64
-// tokens (prompt processing), and a STREAM-like read baseline to quote GB/s against.
+// tokens (prompt processing) and 16 (a decode step of 16 batched streams), and a STREAM-like
+// read baseline to quote GB/s against.
 //
 //   strata_kernel_bench --benchmark_filter=Matvec/q4_0
 //
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/aligned.h"
@@ -97,11 +99,11 @@ void BM_MatvecHot(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(type)) + " " + active_simd_target());
 }
 
-// Args: type, rows, cols, threads; 64 tokens. Reports weight GB/s and GFLOP/s (2 per
-// multiply-add).
-void BM_Matmul64(benchmark::State& state) {
+// Args: type, rows, cols, threads, tokens. Reports weight GB/s and GFLOP/s (2 per multiply-add).
+// 64 tokens stand for prompt processing, 16 for one decode step of 16 batched streams.
+void BM_Matmul(benchmark::State& state) {
   const DType type = static_cast<DType>(state.range(0));
-  const size_t rows = state.range(1), cols = state.range(2), n_tokens = 64;
+  const size_t rows = state.range(1), cols = state.range(2), n_tokens = state.range(4);
   ThreadPool pool(state.range(3));
   Workload wl = make_workload(type, rows, cols, n_tokens);
   size_t copy = 0;
@@ -162,11 +164,14 @@ void register_benchmarks() {
         ->Arg(static_cast<int64_t>(type))
         ->ArgName("type")
         ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(("Matmul64/" + name).c_str(), BM_Matmul64)
-        ->Args({static_cast<int64_t>(type), 4096, 4096, 2})
-        ->ArgNames({"type", "rows", "cols", "threads"})
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    for (int64_t tokens : {64, 16}) {
+      benchmark::RegisterBenchmark(("Matmul" + std::to_string(tokens) + "/" + name).c_str(),
+                                   BM_Matmul)
+          ->Args({static_cast<int64_t>(type), 4096, 4096, 2, tokens})
+          ->ArgNames({"type", "rows", "cols", "threads", "tokens"})
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
   }
 }
 
