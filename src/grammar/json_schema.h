@@ -8,10 +8,10 @@
 // rewritten through an exact negation (json_schema_negate.cc); patterns that combine (format
 // with pattern, negated patterns, lengths a pattern does not bound, patternProperties next to
 // additionalProperties, propertyNames) become automata over code points; uniqueItems over a
-// small finite item set and minProperties/maxProperties count. A validation keyword the
-// grammar cannot enforce exactly (uniqueItems over unbounded items, `multipleOf` on
-// non-integers, non-integer number bounds, `not` of additionalProperties, remote `$ref`, ...)
-// is a kUnsupported error that names it and where it sits, unless `best_effort` is set, in
+// small finite item set and minProperties/maxProperties count; number bounds may have
+// fractions. A validation keyword the grammar cannot enforce exactly (uniqueItems over
+// unbounded items, `multipleOf` on non-integers, `not` of additionalProperties, remote `$ref`,
+// ...) is a kUnsupported error that names it and where it sits, unless `best_effort` is set, in
 // which case it is dropped. Keys: an object's additional members may repeat a key (duplicate
 // keys are outside what the grammar promises; minProperties/maxProperties count them).
 // Annotation keywords (title, description, default, examples, $comment, ...) are ignored, and

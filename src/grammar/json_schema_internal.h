@@ -28,6 +28,10 @@ std::string integer_range_gbnf(std::optional<int64_t> lower, std::optional<int64
 // 1e15; other bounds are kUnsupported.
 Result<std::string> number_range_gbnf(std::optional<Bound> lower, std::optional<Bound> upper);
 
+// Like number_range_gbnf, for bounds that need not be integers (|bound| < 1e15, at most 15
+// fraction digits); written without exponents.
+Result<std::string> decimal_range_gbnf(std::optional<Bound> lower, std::optional<Bound> upper);
+
 // The anchored ECMA-262 regex for a `format` that the grammar enforces; nullopt for a format it
 // does not know. `*unsupported` is set for a standard format it knows but does not enforce.
 std::optional<std::string> format_regex(const std::string& format, bool* unsupported);

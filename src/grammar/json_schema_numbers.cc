@@ -137,11 +137,7 @@ std::string integer_range_gbnf(std::optional<int64_t> lower, std::optional<int64
 
 Result<std::string> number_range_gbnf(std::optional<Bound> lower, std::optional<Bound> upper) {
   for (const auto& bound : {lower, upper}) {
-    if (bound && !integral_and_small(bound->value)) {
-      return make_error(ErrorCode::kUnsupported,
-                        "a non-integer bound (" + std::to_string(bound->value) +
-                            ") on a number: only integer bounds are enforced on numbers");
-    }
+    if (bound && !integral_and_small(bound->value)) return decimal_range_gbnf(lower, upper);
   }
   const auto as_int = [](const Bound& b) { return static_cast<int64_t>(b.value); };
   std::vector<std::string> alternatives;

@@ -161,8 +161,35 @@ TEST(JsonSchemaNumbers, NumberRangesMatchArithmetic) {
       }
     }
   }
-  EXPECT_EQ(json_schema_detail::number_range_gbnf(Bound{0.5, false}, std::nullopt).error().code,
-            ErrorCode::kUnsupported);
+}
+
+TEST(JsonSchemaNumbers, DecimalBoundsMatchArithmetic) {
+  using json_schema_detail::Bound;
+  const std::vector<std::pair<std::optional<Bound>, std::optional<Bound>>> ranges = {
+      {Bound{0.3, false}, std::nullopt},        {Bound{0.3, true}, Bound{2.75, false}},
+      {Bound{-1.5, false}, Bound{-0.25, true}}, {std::nullopt, Bound{0.05, false}},
+      {Bound{-0.5, true}, Bound{0.5, true}},    {Bound{1, false}, Bound{1.25, false}},
+      {Bound{12.5, false}, Bound{100, true}},   {Bound{-0.05, true}, Bound{0.05, false}}};
+  const std::vector<std::string> texts = {
+      "0",     "0.0",       "0.3",   "0.30",   "0.29",  "0.31",    "0.299999", "0.300001",
+      "1",     "1.25",      "1.2",   "1.26",   "2.75",  "2.750",   "2.76",     "-1.5",
+      "-1.50", "-1.51",     "-0.25", "-0.2",   "-0.26", "0.05",    "0.049",    "0.051",
+      "-0.5",  "0.5",       "-0.49", "12.5",   "12.49", "99.99",   "100",      "3",
+      "-3",    "0.5000001", "-0",    "-0.049", "-0.05", "-0.0001", "-0.06"};
+  for (const auto& [lo, hi] : ranges) {
+    auto body = json_schema_detail::number_range_gbnf(lo, hi);
+    ASSERT_TRUE(body.ok()) << body.error().message;
+    auto grammar = compile_gbnf("root ::= " + *body + "\n");
+    ASSERT_TRUE(grammar.ok()) << grammar.error().message << "\n" << *body;
+    for (const std::string& text : texts) {
+      const double v = std::stod(text);
+      const bool in_range = (!lo || (lo->exclusive ? v > lo->value : v >= lo->value)) &&
+                            (!hi || (hi->exclusive ? v < hi->value : v <= hi->value));
+      // "-0" is zero written with a sign; the grammar writes zero without one.
+      const bool expected = in_range && text != "-0";
+      EXPECT_EQ(accepts(*grammar, text), expected) << *body << " on " << text;
+    }
+  }
 }
 
 // --- whole schemas, hand-checked ---
@@ -354,9 +381,10 @@ TEST(JsonSchemaBench, SharedSampleCompilesAndAgreesWithTheValidators) {
       "invalid %d (accepted %d)\n",
       tally.schemas, tally.compiled, 100.0 * tally.compiled / tally.schemas, tally.valid,
       tally.valid_rejected, tally.invalid, tally.invalid_accepted);
-  // The target is 90%; strict refusal of unenforceable keywords (oneOf that may
-  // overlap, not, if, dependencies, uniqueItems, ...) leaves 82.5% today.
-  EXPECT_GE(tally.compiled * 100, tally.schemas * 80);
+  // The target is 90%. What stays refused is what no grammar enforces exactly here:
+  // uniqueItems over unbounded items, multipleOf on non-integers, not of additionalProperties
+  // or patternProperties, very large automata (94% of the sample compiles).
+  EXPECT_GE(tally.compiled * 100, tally.schemas * 90);
   EXPECT_EQ(tally.valid_rejected, 0);
   EXPECT_EQ(tally.invalid_accepted, 0);
 }
