@@ -220,15 +220,22 @@ std::string Converter::base(const std::string& name) {
     rules_.emplace_back(name, std::move(body));
   };
   if (name == "ws") {
-    // Written as flat literals: nested optional repetitions ([ ]{0,n}) cost the matcher far
-    // more stacks on every token boundary. Spaces only; pretty-printers indent with spaces.
+    // Up to max_whitespace spaces, or a newline and up to max_indent spaces of indentation
+    // (spaces only; pretty-printers indent with spaces). The indentation is a chain of rules,
+    // one space each, ending in tail position: the parse stays one flat stack, and the chain
+    // has one position per space where 41 flat literals had 860 (each position costs a walk
+    // over the vocabulary when the grammar is compiled).
     std::string body = "(";
     for (int i = 1; i <= options_.max_whitespace; ++i)
       body += gbnf_literal(std::string(i, ' ')) + " | ";
+    add(body + "\"\\n\" ws-indent-0)?");
     for (int i = 0; i <= options_.max_indent; ++i) {
-      body += gbnf_literal("\n" + std::string(i, ' ')) + (i < options_.max_indent ? " | " : "");
+      const std::string rule = "ws-indent-" + std::to_string(i);
+      rule_index_[rule] = rules_.size();
+      rules_.emplace_back(rule, i < options_.max_indent
+                                    ? "(\" \" ws-indent-" + std::to_string(i + 1) + ")?"
+                                    : std::string("\"\""));
     }
-    add(body + ")?");
   } else if (name == "value") {
     add(base("object") + " | " + base("array") + " | " + base("string") + " | " + base("number") +
         " | " + base("boolean") + " | " + base("null"));
