@@ -1,4 +1,4 @@
-// Per-target dot products of F32 / F16 / BF16 weight rows with up to kMaxTileTokens f32
+// Per-target dot products of F16 / BF16 weight rows with up to kMaxTileTokens f32
 // activation rows at once (each weight vector is loaded and converted once per tile).
 
 #if defined(STRATA_KERNELS_DOT_FLOAT_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -19,15 +19,6 @@ HWY_BEFORE_NAMESPACE();
 namespace strata::kernels::HWY_NAMESPACE {
 
 // Weight loaders: Vec(df, i) converts lanes [i, i + Lanes) to f32; Scalar(i) converts one.
-struct F32Weights {
-  const float* w;
-  template <class DF>
-  HWY_INLINE hn::Vec<DF> Vec(DF df, size_t i) const {
-    return hn::LoadU(df, w + i);
-  }
-  HWY_INLINE float Scalar(size_t i) const { return w[i]; }
-};
-
 struct F16Weights {
   const hwy::float16_t* w;
   template <class DF>

@@ -45,9 +45,7 @@ HWY_INLINE void DotRowTile(DType type, const uint8_t* row, const uint8_t* act, s
   GatherTokenRows<kT>(act, act_stride, a32);
   GatherTokenRows<kT>(act, act_stride, ak);
   switch (type) {
-    case DType::kF32:
-      return DotFloatTile<kT>(F32Weights{reinterpret_cast<const float*>(row)}, x, x_stride, cols,
-                              out);
+    // F32 never gets here: MatmulRows sums it in the fixed orders (dot_f32_ordered-inl.h).
     case DType::kF16:
       return DotFloatTile<kT>(F16Weights{reinterpret_cast<const hwy::float16_t*>(row)}, x, x_stride,
                               cols, out);
