@@ -35,7 +35,7 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 for ((round = 1; round <= ROUNDS; round++)); do
   echo "round $round/$ROUNDS" >&2
-  "$STRATA" bench -m "$MODEL" -p "$PP" -n "$TG" -t "$THREADS" -r 1 --json \
+  "$STRATA" bench -m "$MODEL" -p "$PP" -n "$TG" -t "$THREADS" -r 1 --no-bandwidth --json \
     > "$OUT/strata.$round.json"
   "$LLAMA_BENCH" -m "$MODEL" -p "$PP" -n "$TG" -t "$THREADS" -r 1 -o json \
     > "$OUT/llama.$round.json" 2> "$OUT/llama.$round.log"
