@@ -75,8 +75,8 @@ Result<std::string> Converter::excluded_values(const Json& schema, const std::st
       (value.get<bool>() ? excludes_true : excludes_false) = true;
     } else if (value.is_null()) {
       excludes_null = true;
-    } else {
-      others = true;
+    } else if (!value.is_number()) {
+      others = true;  // numbers: number_grammar splits its range at them
     }
   }
   if (others) {
@@ -278,8 +278,8 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
     if (integer) {
       return make_error(ErrorCode::kInvalidArgument, "an integer that is not one at " + path);
     }
-    for (const char* key :
-         {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
+    for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                            "multipleOf", "$strata:notEnum"}) {
       if (schema.contains(key)) {
         return make_error(ErrorCode::kUnsupported, "'not' of an integer next to '" +
                                                        std::string(key) + "' at " + path +
@@ -320,6 +320,15 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
   };
   read("minimum", "exclusiveMinimum", &lower, true);
   read("maximum", "exclusiveMaximum", &upper, false);
+  // Values `not` excluded (sorted, distinct).
+  std::vector<double> excluded;
+  if (schema.contains("$strata:notEnum") && schema["$strata:notEnum"].is_array()) {
+    for (const Json& v : schema["$strata:notEnum"]) {
+      if (v.is_number()) excluded.push_back(v.get<double>());
+    }
+  }
+  std::sort(excluded.begin(), excluded.end());
+  excluded.erase(std::unique(excluded.begin(), excluded.end()), excluded.end());
   if (integer) {
     constexpr double kLimit = 9.2e18;
     std::optional<int64_t> lo, hi;
@@ -331,11 +340,52 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
       hi = static_cast<int64_t>(upper->exclusive ? std::ceil(upper->value) - 1
                                                  : std::floor(upper->value));
     }
-    if (!lo && !hi) return base("integer");
+    std::vector<int64_t> holes;
+    for (double v : excluded) {
+      if (std::floor(v) == v && std::fabs(v) < kLimit && (!lo || v >= *lo) && (!hi || v <= *hi)) {
+        holes.push_back(static_cast<int64_t>(v));
+      }
+    }
+    if (!lo && !hi && holes.empty()) return base("integer");
     if (lo && hi && *lo > *hi) {
       return make_error(ErrorCode::kInvalidArgument, "no integer is within the bounds at " + path);
     }
-    return integer_range_gbnf(lo, hi);
+    // The range between the excluded values.
+    std::vector<std::string> pieces;
+    std::optional<int64_t> from = lo;
+    for (int64_t hole : holes) {
+      if (!from || *from <= hole - 1) pieces.push_back(integer_range_gbnf(from, hole - 1));
+      from = hole + 1;
+    }
+    if (!from || !hi || *from <= *hi) pieces.push_back(integer_range_gbnf(from, hi));
+    if (pieces.empty()) {
+      return make_error(ErrorCode::kInvalidArgument, "no integer is left at " + path);
+    }
+    return join_alternatives(pieces);
+  }
+  if (!excluded.empty()) {
+    // Open intervals between the excluded values (each bound exclusive at a hole).
+    std::vector<std::string> pieces;
+    std::optional<Bound> from = lower;
+    const auto add = [&](std::optional<Bound> a, std::optional<Bound> b) -> Status {
+      auto piece = number_range_gbnf(a, b);
+      if (piece.ok()) {
+        pieces.push_back(*piece);
+      } else if (piece.error().code != ErrorCode::kInvalidArgument) {
+        return make_error(piece.error().code, piece.error().message + " (at " + path + ")");
+      }
+      return ok_status();
+    };
+    for (double hole : excluded) {
+      if ((lower && hole < lower->value) || (upper && hole > upper->value)) continue;
+      STRATA_RETURN_IF_ERROR(add(from, Bound{hole, true}));
+      from = Bound{hole, true};
+    }
+    STRATA_RETURN_IF_ERROR(add(from, upper));
+    if (pieces.empty()) {
+      return make_error(ErrorCode::kInvalidArgument, "no number is left at " + path);
+    }
+    return join_alternatives(pieces);
   }
   if (!lower && !upper) return base("number");
   auto range = number_range_gbnf(lower, upper);
