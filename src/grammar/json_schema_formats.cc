@@ -67,6 +67,8 @@ std::optional<std::string> format_regex(const std::string& format, bool* unsuppo
       {"ipv6", "^" + kIpv6 + "$"},
       {"uri-template", "^" + kUriTemplate + "$"},
       {"duration", "^" + kDuration + "$"},
+      // OpenAPI's base64 (RFC 4648 with padding), which validators such as ajv-formats assert.
+      {"byte", "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"},
   };
   // Standard formats (drafts 4 to 2020-12) that validators may assert but the grammar does not.
   static const std::set<std::string> kStandardUnenforced = {

@@ -320,6 +320,12 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
   };
   read("minimum", "exclusiveMinimum", &lower, true);
   read("maximum", "exclusiveMaximum", &upper, false);
+  // OpenAPI's int32 format bounds the value, as validators such as ajv-formats assert it
+  // (int64, float and double constrain nothing a JSON number can hold).
+  if (schema.contains("format") && schema["format"] == "int32") {
+    if (!lower || lower->value < -2147483648.0) lower = Bound{-2147483648.0, false};
+    if (!upper || upper->value > 2147483647.0) upper = Bound{2147483647.0, false};
+  }
   // Values `not` excluded (sorted, distinct).
   std::vector<double> excluded;
   if (schema.contains("$strata:notEnum") && schema["$strata:notEnum"].is_array()) {

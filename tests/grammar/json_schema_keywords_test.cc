@@ -227,6 +227,14 @@ TEST(JsonSchemaKeywords, StringsThroughAutomata) {
          R"({"type":"string","format":"duration"})",
          {R"("P1Y2M3DT4H5M6S")", R"("PT1S")", R"("P3W")", R"("P1D")"},
          {R"("P")", R"("PT")", R"("P1S")", R"("1D")"}});
+  check({"int32",
+         R"({"type":"integer","format":"int32","minimum":-5})",
+         {"-5", "0", "2147483647"},
+         {"-6", "2147483648", "99999999999"}});
+  check({"byte (base64)",
+         R"({"type":"string","format":"byte"})",
+         {R"("")", R"("QUJD")", R"("QUI=")", R"("QQ==")", R"("a+/9")"},
+         {R"("QUJ")", R"("QQ=")", R"("Q===")", R"("QU JD")", R"("QUJD=")"}});
 }
 
 TEST(JsonSchemaKeywords, LongStringBoundsCountInBlocks) {
