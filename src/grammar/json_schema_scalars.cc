@@ -11,35 +11,54 @@
 #include "grammar/regex_to_gbnf_automaton.h"
 
 namespace strata::grammar::json_schema_detail {
+namespace {
+
+// A string schema's own constraints: its length bounds, the patterns it must match (a known
+// format is one of them) and those it must not (from a negation). `unsupported_format` names a
+// standard format the grammar cannot enforce.
+struct StringConstraints {
+  long min_length = 0, max_length = -1;
+  std::vector<std::string> patterns, not_patterns;
+  std::string unsupported_format;
+};
+
+StringConstraints string_constraints(const Json& schema) {
+  StringConstraints c;
+  if (schema.contains("minLength") && schema["minLength"].is_number()) {
+    c.min_length = static_cast<long>(std::ceil(schema["minLength"].get<double>()));
+  }
+  if (schema.contains("maxLength") && schema["maxLength"].is_number()) {
+    c.max_length = static_cast<long>(std::floor(schema["maxLength"].get<double>()));
+  }
+  if (schema.contains("pattern") && schema["pattern"].is_string()) {
+    c.patterns.push_back(schema["pattern"].get<std::string>());
+  }
+  if (schema.contains("$strata:notPattern") && schema["$strata:notPattern"].is_array()) {
+    for (const Json& p : schema["$strata:notPattern"]) {
+      if (p.is_string()) c.not_patterns.push_back(p.get<std::string>());
+    }
+  }
+  if (schema.contains("format") && schema["format"].is_string()) {
+    const std::string format = schema["format"].get<std::string>();
+    bool unsupported = false;
+    std::optional<std::string> regex = format_regex(format, &unsupported);
+    if (unsupported) c.unsupported_format = format;
+    if (regex) c.patterns.push_back(*regex);
+  }
+  return c;
+}
+
+}  // namespace
 
 Result<bool> Converter::scalar_keywords_allow(const Json& schema, const Json& value,
                                               const std::string& path) {
   if (value.is_string()) {
     const std::string text = value.get<std::string>();
-    std::vector<std::string> patterns, not_patterns;
-    if (schema.contains("pattern") && schema["pattern"].is_string()) {
-      patterns.push_back(schema["pattern"].get<std::string>());
+    const StringConstraints c = string_constraints(schema);
+    if (c.patterns.empty() && c.not_patterns.empty() && c.min_length == 0 && c.max_length < 0) {
+      return true;
     }
-    if (schema.contains("$strata:notPattern") && schema["$strata:notPattern"].is_array()) {
-      for (const Json& p : schema["$strata:notPattern"]) {
-        if (p.is_string()) not_patterns.push_back(p.get<std::string>());
-      }
-    }
-    if (schema.contains("format") && schema["format"].is_string()) {
-      bool unsupported = false;
-      std::optional<std::string> regex =
-          format_regex(schema["format"].get<std::string>(), &unsupported);
-      if (regex) patterns.push_back(*regex);
-    }
-    long min_length = 0, max_length = -1;
-    if (schema.contains("minLength") && schema["minLength"].is_number()) {
-      min_length = static_cast<long>(std::ceil(schema["minLength"].get<double>()));
-    }
-    if (schema.contains("maxLength") && schema["maxLength"].is_number()) {
-      max_length = static_cast<long>(std::floor(schema["maxLength"].get<double>()));
-    }
-    if (patterns.empty() && not_patterns.empty() && min_length == 0 && max_length < 0) return true;
-    auto dfa = string_automaton(patterns, not_patterns, {}, min_length, max_length);
+    auto dfa = string_automaton(c.patterns, c.not_patterns, {}, c.min_length, c.max_length);
     if (!dfa.ok()) return make_error(dfa.error().code, dfa.error().message + " (at " + path + ")");
     return dfa->accepts(text);
   }
@@ -145,33 +164,16 @@ Result<std::string> Converter::literal(const Json& value) {
 
 Result<std::string> Converter::string_grammar(const Json& schema, const std::string& path,
                                               const std::vector<std::string>& excluded) {
-  long min_length = 0, max_length = -1;
-  if (schema.contains("minLength") && schema["minLength"].is_number()) {
-    min_length = static_cast<long>(std::ceil(schema["minLength"].get<double>()));
-  }
-  if (schema.contains("maxLength") && schema["maxLength"].is_number()) {
-    max_length = static_cast<long>(std::floor(schema["maxLength"].get<double>()));
-  }
+  const StringConstraints constraints = string_constraints(schema);
+  long min_length = constraints.min_length, max_length = constraints.max_length;
+  const std::vector<std::string>& patterns = constraints.patterns;
+  const std::vector<std::string>& not_patterns = constraints.not_patterns;
   if (max_length >= 0 && max_length < min_length) {
     return make_error(ErrorCode::kInvalidArgument,
                       "maxLength < minLength at " + path + ": no string is valid");
   }
-  // Patterns the string must match, and patterns it must not.
-  std::vector<std::string> patterns, not_patterns;
-  if (schema.contains("pattern") && schema["pattern"].is_string()) {
-    patterns.push_back(schema["pattern"].get<std::string>());
-  }
-  if (schema.contains("$strata:notPattern") && schema["$strata:notPattern"].is_array()) {
-    for (const Json& p : schema["$strata:notPattern"]) {
-      if (p.is_string()) not_patterns.push_back(p.get<std::string>());
-    }
-  }
-  if (schema.contains("format") && schema["format"].is_string()) {
-    const std::string format = schema["format"].get<std::string>();
-    bool unsupported = false;
-    std::optional<std::string> regex = format_regex(format, &unsupported);
-    if (unsupported) STRATA_RETURN_IF_ERROR(unenforceable("format '" + format + "'", path));
-    if (regex) patterns.push_back(*regex);
+  if (!constraints.unsupported_format.empty()) {
+    STRATA_RETURN_IF_ERROR(unenforceable("format '" + constraints.unsupported_format + "'", path));
   }
   const std::string quote = gbnf_literal("\"");
   if (patterns.size() == 1 && not_patterns.empty() && excluded.empty()) {
