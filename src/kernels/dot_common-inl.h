@@ -12,6 +12,7 @@
 #define STRATA_KERNELS_DOT_COMMON_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -32,6 +33,34 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Most tokens one weight block is multiplied with while it sits unpacked in registers.
 inline constexpr size_t kMaxTileTokens = 4;
+
+// Y[t][r] for r in [row_begin, row_end) and t < n_tokens, kMaxTileTokens tokens at a time:
+// dot.template operator()<kT>(r, t0, out) writes row r's products with tokens t0 .. t0 + kT.
+template <class Dot>
+HWY_INLINE void ForEachRowTokenTile(size_t row_begin, size_t row_end, size_t n_tokens, float* y,
+                                    size_t y_stride, const Dot& dot) {
+  float out[kMaxTileTokens];
+  for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
+    const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
+    for (size_t r = row_begin; r < row_end; ++r) {
+      switch (tile) {
+        case 1:
+          dot.template operator()<1>(r, t0, out);
+          break;
+        case 2:
+          dot.template operator()<2>(r, t0, out);
+          break;
+        case 3:
+          dot.template operator()<3>(r, t0, out);
+          break;
+        default:
+          dot.template operator()<kMaxTileTokens>(r, t0, out);
+          break;
+      }
+      for (size_t t = 0; t < tile; ++t) y[(t0 + t) * y_stride + r] = out[t];
+    }
+  }
+}
 
 // sum_j q[j] * a[j] for n (a multiple of 16) int8 pairs, exact in int32: widen to int16, then
 // pairwise multiply-add into int32 lanes.

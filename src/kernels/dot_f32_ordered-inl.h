@@ -106,38 +106,16 @@ HWY_INLINE void DotF32Quad16(const float* HWY_RESTRICT w, const float* HWY_RESTR
 // Rows [row_begin, row_end) of Y[t][r] = W[r] · x[t] for F32 weights W: [rows][cols]. Blocked16
 // where the reference engine's batched kernel takes the product (two or more tokens,
 // rows % 4 == 0 and cols % 16 == 0), Quad16 otherwise.
-template <size_t kT>
-HWY_INLINE void DotF32Tile(bool blocked, const float* w, const float* x, size_t cols, float* out) {
-  if (blocked) return DotF32Blocked16<kT>(w, x, cols, cols, out);
-  DotF32Quad16<kT>(w, x, cols, cols, out);
-}
-
 HWY_INLINE void MatmulRowsF32(const float* w, size_t row_begin, size_t row_end, size_t cols,
                               const float* x, size_t n_tokens, float* y, size_t rows) {
   const bool blocked = n_tokens >= 2 && rows % 4 == 0 && cols % 16 == 0;
-  float out[kMaxTileTokens];
-  for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
-    const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
-    const float* xt = x + t0 * cols;
-    for (size_t r = row_begin; r < row_end; ++r) {
-      const float* row = w + r * cols;
-      switch (tile) {
-        case 1:
-          DotF32Tile<1>(blocked, row, xt, cols, out);
-          break;
-        case 2:
-          DotF32Tile<2>(blocked, row, xt, cols, out);
-          break;
-        case 3:
-          DotF32Tile<3>(blocked, row, xt, cols, out);
-          break;
-        default:
-          DotF32Tile<4>(blocked, row, xt, cols, out);
-          break;
-      }
-      for (size_t t = 0; t < tile; ++t) y[(t0 + t) * rows + r] = out[t];
-    }
-  }
+  ForEachRowTokenTile(row_begin, row_end, n_tokens, y, rows,
+                      [&]<size_t kT>(size_t r, size_t t0, float* out) {
+                        const float* row = w + r * cols;
+                        const float* xt = x + t0 * cols;
+                        if (blocked) return DotF32Blocked16<kT>(row, xt, cols, cols, out);
+                        DotF32Quad16<kT>(row, xt, cols, cols, out);
+                      });
 }
 
 }  // namespace strata::kernels::HWY_NAMESPACE

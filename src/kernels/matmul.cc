@@ -254,29 +254,10 @@ void MatmulRows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin,
     return MatmulRowsF32(reinterpret_cast<const float*>(w), row_begin, row_end, cols,
                          reinterpret_cast<const float*>(act), n_tokens, y, y_stride);
   }
-  float out[kMaxTileTokens];
-  for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
-    const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
-    const uint8_t* tile_act = act + t0 * act_stride;
-    for (size_t r = row_begin; r < row_end; ++r) {
-      const uint8_t* row = w + r * w_stride;
-      switch (tile) {
-        case 1:
-          DotRowTile<1>(type, row, tile_act, act_stride, cols, out);
-          break;
-        case 2:
-          DotRowTile<2>(type, row, tile_act, act_stride, cols, out);
-          break;
-        case 3:
-          DotRowTile<3>(type, row, tile_act, act_stride, cols, out);
-          break;
-        default:
-          DotRowTile<4>(type, row, tile_act, act_stride, cols, out);
-          break;
-      }
-      for (size_t t = 0; t < tile; ++t) y[(t0 + t) * y_stride + r] = out[t];
-    }
-  }
+  ForEachRowTokenTile(
+      row_begin, row_end, n_tokens, y, y_stride, [&]<size_t kT>(size_t r, size_t t0, float* out) {
+        DotRowTile<kT>(type, w + r * w_stride, act + t0 * act_stride, act_stride, cols, out);
+      });
 }
 
 // The target this code was compiled for; reports which one dispatch picked.
