@@ -9,25 +9,10 @@
 #include "grammar/json_schema_converter.h"
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf.h"
+#include "grammar/utf8_ranges.h"
 
 namespace strata::grammar::json_schema_detail {
 namespace {
-
-// UTF-8 text as code points (the parser validated it).
-std::vector<uint32_t> code_points(const std::string& text) {
-  std::vector<uint32_t> out;
-  for (size_t i = 0; i < text.size();) {
-    const auto b = static_cast<uint8_t>(text[i]);
-    const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : 4;
-    uint32_t c = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 7);
-    for (int k = 1; k < n && i + k < text.size(); ++k) {
-      c = (c << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
-    }
-    out.push_back(c);
-    i += n;
-  }
-  return out;
-}
 
 std::string class_char(uint32_t c) {
   char buf[16];
@@ -49,7 +34,7 @@ Result<std::string> Converter::key_not_in(const std::vector<std::string>& names,
   };
   std::vector<Node> trie(1);
   for (const std::string& name : names) {
-    const std::vector<uint32_t> chars = code_points(name);
+    const std::vector<uint32_t> chars = utf8_decode(name);
     if (std::any_of(chars.begin(), chars.end(),
                     [](uint32_t c) { return c < 0x20 || c == '"' || c == '\\'; })) {
       // Such a key could come back escaped another way as an additional one.

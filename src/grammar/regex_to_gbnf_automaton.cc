@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "grammar/utf8_ranges.h"
+
 namespace strata::grammar {
 namespace {
 
@@ -242,21 +244,6 @@ class Nfa {
   std::vector<std::vector<Edge>> edges_;
 };
 
-std::vector<uint32_t> decode_utf8(std::string_view text) {
-  std::vector<uint32_t> out;
-  for (size_t i = 0; i < text.size();) {
-    const auto b = static_cast<uint8_t>(text[i]);
-    const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : 4;
-    uint32_t c = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 7);
-    for (int k = 1; k < n && i + k < text.size(); ++k) {
-      c = (c << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
-    }
-    out.push_back(c);
-    i += n;
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<CharDfa> CharDfa::from_pattern(std::string_view pattern) {
@@ -359,7 +346,7 @@ CharDfa CharDfa::literals(const std::vector<std::string>& texts) {
   std::vector<std::map<uint32_t, uint32_t>> children(1);
   for (const std::string& text : texts) {
     uint32_t node = 0;
-    for (uint32_t c : decode_utf8(text)) {
+    for (uint32_t c : utf8_decode(text)) {
       auto it = children[node].find(c);
       if (it == children[node].end()) {
         dfa.states_.emplace_back();
@@ -468,7 +455,7 @@ bool CharDfa::empty() const { return !states_[0].accepting && states_[0].next.em
 
 bool CharDfa::accepts(std::string_view text) const {
   uint32_t s = 0;
-  for (uint32_t c : decode_utf8(text)) {
+  for (uint32_t c : utf8_decode(text)) {
     bool moved = false;
     for (const auto& [chars, to] : states_[s].next) {
       if (chars.contains(c)) {

@@ -66,4 +66,19 @@ void utf8_sequences(uint32_t first, uint32_t last, std::vector<ByteRangeSequence
   }
 }
 
+std::vector<uint32_t> utf8_decode(std::string_view text) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < text.size();) {
+    const auto b = static_cast<uint8_t>(text[i]);
+    const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : 4;
+    uint32_t c = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 7);
+    for (int k = 1; k < n && i + k < text.size(); ++k) {
+      c = (c << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+    }
+    out.push_back(c);
+    i += n;
+  }
+  return out;
+}
+
 }  // namespace strata::grammar

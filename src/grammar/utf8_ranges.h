@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,5 +23,8 @@ void utf8_sequences(uint32_t first, uint32_t last, std::vector<ByteRangeSequence
 
 // The UTF-8 encoding of one code point (surrogates encoded as their 3-byte pattern).
 std::string utf8_encode(uint32_t cp);
+
+// The code points of UTF-8 text that is already valid (callers validated it).
+std::vector<uint32_t> utf8_decode(std::string_view text);
 
 }  // namespace strata::grammar
