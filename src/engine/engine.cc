@@ -287,15 +287,15 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   params.top_logprobs = request.top_logprobs;
   STRATA_RETURN_IF_ERROR(params.validate(im.n_vocab()));
   STRATA_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create(params));
+  // Prompt plus generated tokens, capped by the context.
+  const size_t max_length =
+      std::min(context, request.prompt.size() + static_cast<size_t>(request.max_tokens));
   engine::SequenceConstraint* constraint = nullptr;
   if (request.constraint.kind != ConstraintKind::kNone) {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::CompiledGrammar> grammar,
                             im.constraints->compile(request.constraint));
-    const size_t max_new_tokens =
-        std::min(context, request.prompt.size() + static_cast<size_t>(request.max_tokens)) -
-        request.prompt.size();
     auto owned = std::make_unique<engine::SequenceConstraint>(
-        std::move(grammar), request.constraint.triggers, max_new_tokens);
+        std::move(grammar), request.constraint.triggers, max_length - request.prompt.size());
     constraint = owned.get();
     sampler.add_processor(std::move(owned));  // last, after penalties and biases
   }
@@ -304,7 +304,7 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   s.id = im.next_id++;
   s.tokens = request.prompt;
   s.n_prompt = request.prompt.size();
-  s.max_length = std::min(context, s.n_prompt + static_cast<size_t>(request.max_tokens));
+  s.max_length = max_length;
   s.ignore_eos = request.ignore_eos;
   s.sampler = std::make_unique<sampling::Sampler>(std::move(sampler));
   s.detokenizer = std::make_unique<tokenizer::StreamingDetokenizer>(*im.tokenizer);
