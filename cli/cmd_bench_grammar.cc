@@ -86,7 +86,7 @@ bool feed(const std::shared_ptr<const CompiledConstraint>& compiled,
 }
 
 void bench_schema(const fs::path& file, const std::shared_ptr<const ConstraintVocabulary>& vocab,
-                  Tally* tally) {
+                  bool progress, Tally* tally) {
   ++tally->schemas;
   auto content = read_file(file);
   const Json doc = content.ok() ? Json::parse(*content, nullptr, false) : Json();
@@ -106,6 +106,8 @@ void bench_schema(const fs::path& file, const std::shared_ptr<const ConstraintVo
   }
   ++tally->compiled;
   tally->compile_ms.push_back(ms);
+  // Printed as each schema compiles, so that a slow one is named while the run goes on.
+  if (progress) std::fprintf(stderr, "%s: compiled in %.1f ms\n", file.string().c_str(), ms);
   if (!doc.contains("tests") || !doc["tests"].is_array()) return;
   for (const Json& test : doc["tests"]) {
     if (!test.contains("data") || !test.contains("valid")) continue;
@@ -164,7 +166,7 @@ int bench_grammar(const BenchGrammarFlags& f) {
   std::vector<Tally> tallies(static_cast<size_t>(n_threads));
   std::atomic<size_t> next{0};
   const auto work = [&](Tally* tally) {
-    for (size_t i = next++; i < files.size(); i = next++) bench_schema(files[i], *vocab, tally);
+    for (size_t i = next++; i < files.size(); i = next++) bench_schema(files[i], *vocab, f.verbose, tally);
   };
   std::vector<std::thread> workers;
   for (int t = 1; t < n_threads; ++t) workers.emplace_back(work, &tallies[static_cast<size_t>(t)]);
@@ -234,7 +236,7 @@ Command add_bench_grammar_command(CLI::App& app) {
       ->required();
   sub->add_option("--threads", f->threads, "schemas measured in parallel")->capture_default_str();
   sub->add_flag("--json", f->json, "print one JSON object");
-  sub->add_flag("-v,--verbose", f->verbose, "list schemas that did not compile and mismatches");
+  sub->add_flag("-v,--verbose", f->verbose, "print each schema's compile time as it goes, then the schemas that did not compile and the mismatches");
   return {sub, [f] { return bench_grammar(*f); }};
 }
 

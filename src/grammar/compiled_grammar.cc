@@ -1,9 +1,12 @@
 #include "grammar/compiled_grammar.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <numeric>
 #include <unordered_map>
 
+#include "grammar/bounded_signature.h"
 #include "grammar/stack_pool.h"
 #include "grammar/token_walk.h"
 
@@ -94,11 +97,102 @@ std::vector<ByteSet> CompiledGrammar::follow_sets() const {
   return follow;
 }
 
+namespace {
+
+// What the tokens that start with one byte do once that byte is taken: the token ids accepted
+// whole, and the (leftover, id) pairs that may leave the start rule.
+struct FirstByteGroup {
+  std::vector<int32_t> accepted;
+  std::vector<std::pair<std::string_view, int32_t>> uncertain;
+};
+
+// Tokens with first byte b depend on the position only through the stacks after b (and the
+// FOLLOW set that decides where a token may leave the rule). Distinct positions often reach the
+// same stacks: every state of the automaton for "a key other than the declared ones" falls into
+// the same any-string state on most bytes, and every alternative ending in the same tail call
+// continues alike. Since the pool hash-conses nodes, equal stacks are equal top ids, and one walk
+// of each group serves all of them.
+class FirstByteGroupCache {
+ public:
+  // The key of (stacks after byte b, follow-set id): each stack as the signatures of its
+  // nodes' positions for the `depth` bytes a token of the group has left, top to bottom, the
+  // stacks sorted.
+  static std::string key(const StackSet& after, uint8_t b, uint32_t follow_id, int depth,
+                         const StackPool& pool, BoundedSignatures& signatures) {
+    std::vector<std::vector<uint32_t>> stacks;
+    for (uint32_t top : after.tops) {
+      std::vector<uint32_t>& chain = stacks.emplace_back();
+      for (uint32_t id = top; id != kBottom; id = pool[id].parent) {
+        chain.push_back(signatures.position(pool[id].pos, depth));
+      }
+    }
+    std::sort(stacks.begin(), stacks.end());
+    stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+    std::vector<uint32_t> words{follow_id, b, after.can_end ? 1u : 0u};
+    for (const auto& chain : stacks) {
+      words.insert(words.end(), chain.begin(), chain.end());
+      words.push_back(kBottom);
+    }
+    return std::string(reinterpret_cast<const char*>(words.data()),
+                       words.size() * sizeof(uint32_t));
+  }
+  const FirstByteGroup* find(const std::string& key) const {
+    auto it = groups_.find(key);
+    return it == groups_.end() ? nullptr : &it->second;
+  }
+  const FirstByteGroup& insert(std::string key, FirstByteGroup group) {
+    stored_ += group.accepted.size() + group.uncertain.size();
+    return groups_.emplace(std::move(key), std::move(group)).first->second;
+  }
+  // Entries (ids) held: the cache is dropped past a bound so huge grammars stay within memory.
+  size_t stored() const { return stored_; }
+  void clear() {
+    groups_.clear();
+    stored_ = 0;
+  }
+
+ private:
+  std::unordered_map<std::string, FirstByteGroup> groups_;
+  size_t stored_ = 0;
+};
+
+// The union of cached groups as one position's token sets.
+PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_t words) {
+  PositionTokens out;
+  size_t n_accepted = 0;
+  std::vector<std::pair<std::string_view, int32_t>> uncertain;
+  for (const FirstByteGroup* group : groups) {
+    n_accepted += group->accepted.size();
+    uncertain.insert(uncertain.end(), group->uncertain.begin(), group->uncertain.end());
+  }
+  if (n_accepted > words) {
+    out.accepted_bits.assign(words, 0);
+    for (const FirstByteGroup* group : groups) {
+      for (int32_t id : group->accepted) out.accepted_bits[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+  } else {
+    for (const FirstByteGroup* group : groups) {
+      out.accepted_ids.insert(out.accepted_ids.end(), group->accepted.begin(),
+                              group->accepted.end());
+    }
+    std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
+  }
+  std::sort(uncertain.begin(), uncertain.end());
+  for (const auto& [leftover, id] : uncertain) {
+    if (out.leftovers.empty() || out.leftovers.back() != leftover) {
+      out.leftovers.emplace_back(leftover);
+      out.max_leftover_length = std::max(out.max_leftover_length, leftover.size());
+    }
+    out.uncertain.push_back({static_cast<uint32_t>(out.leftovers.size() - 1), id});
+  }
+  return out;
+}
+
+}  // namespace
+
 Status CompiledGrammar::precompute() {
   const Grammar& g = *grammar_;
   const TokenVocabulary& vocab = *vocabulary_;
-  const size_t words = mask_words();
-  by_position_.resize(g.elements().size());
   std::vector<uint32_t> rule_of(g.elements().size(), 0);
   for (uint32_t r = 0; r < g.rules().size(); ++r) {
     for (uint32_t alt : g.rules()[r].alternatives) {
@@ -109,67 +203,80 @@ Status CompiledGrammar::precompute() {
     }
   }
   const std::vector<ByteSet> follow = follow_sets();
+  // Equal FOLLOW sets share an id, so positions of different rules can share cached groups.
+  std::vector<uint32_t> follow_id(follow.size());
+  {
+    std::map<std::array<uint64_t, 4>, uint32_t> ids;
+    for (size_t r = 0; r < follow.size(); ++r) {
+      follow_id[r] = ids.emplace(follow[r].bits, static_cast<uint32_t>(ids.size())).first->second;
+    }
+  }
+  BoundedSignatures signatures(g);
+  // The most bytes a token starting with b has after it.
+  std::array<int, 256> group_depth{};
+  for (unsigned b = 0; b < 256; ++b) {
+    for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
+      group_depth[b] = std::max(group_depth[b], static_cast<int>(vocab.sorted_piece(k).size()) - 1);
+    }
+  }
+  // Bounds the cache's memory on huge grammars (ids held); past it the cache starts over.
+  constexpr size_t kMaxCachedEntries = size_t{1} << 24;
   StackPool pool;
   Advancer advancer(g, &pool);
   TokenWalkScratch scratch;
-  StackSet start;
+  FirstByteGroupCache cache;
+  // Positions made of the same groups share one PositionTokens.
+  std::map<std::vector<const FirstByteGroup*>, uint32_t> tokens_of_groups;
+  tokens_index_.assign(g.elements().size(), 0);
+  tokens_.emplace_back();  // index 0: no tokens (positions that are not kBytes)
+  StackSet start, after;
   std::vector<uint32_t> indices;
-  std::vector<int32_t> accepted;
-  std::vector<std::pair<std::string_view, int32_t>> uncertain;
-  auto piece_of = [&](uint32_t k) { return vocab.sorted_piece(k); };
+  std::vector<const FirstByteGroup*> groups;
   for (uint32_t pos = 0; pos < g.elements().size(); ++pos) {
     const Element& e = g.element(pos);
     if (e.kind != ElementKind::kBytes) continue;
-    // Only tokens whose first byte the position takes can be accepted or uncertain.
-    const ByteSet& first = g.byte_set(e.value);
-    indices.clear();
-    for (unsigned b = 0; b < 256; ++b) {
-      if (!first.test(static_cast<uint8_t>(b))) continue;
-      for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
-        indices.push_back(k);
-      }
+    if (cache.stored() > kMaxCachedEntries) {
+      cache.clear();
+      tokens_of_groups.clear();
     }
+    const uint32_t rule = rule_of[pos];
+    const ByteSet& first = g.byte_set(e.value);
     pool.clear();
     advancer.start_at(pos, &start);
-    accepted.clear();
-    uncertain.clear();
-    walk_strings(indices, piece_of, vocab.max_piece_length(), advancer, start,
-                 &follow[rule_of[pos]], scratch, [&](uint32_t k, bool ok, size_t dead) {
-                   if (ok) {
-                     accepted.push_back(vocab.sorted_id(k));
-                     return;
-                   }
-                   const std::string_view piece = vocab.sorted_piece(k);
-                   for (size_t j = 1; j < dead; ++j) {
-                     if (scratch.escape_at[j]) {
-                       uncertain.push_back({piece.substr(j), vocab.sorted_id(k)});
-                     }
-                   }
-                 });
-    PositionTokens& out = by_position_[pos];
-    std::sort(accepted.begin(), accepted.end());
-    if (accepted.size() > words) {
-      out.accepted_bits.assign(words, 0);
-      for (int32_t id : accepted) out.accepted_bits[id >> 5] |= uint32_t{1} << (id & 31);
-    } else {
-      out.accepted_ids = accepted;
-    }
-    std::sort(uncertain.begin(), uncertain.end());
-    for (const auto& [leftover, id] : uncertain) {
-      if (out.leftovers.empty() || out.leftovers.back() != leftover) {
-        out.leftovers.emplace_back(leftover);
-        out.max_leftover_length = std::max(out.max_leftover_length, leftover.size());
+    groups.clear();
+    for (unsigned b = 0; b < 256; ++b) {
+      const uint32_t begin = vocab.first_byte_begin(b), end = vocab.first_byte_begin(b + 1);
+      if (begin == end || !first.test(static_cast<uint8_t>(b))) continue;
+      advancer.advance(start, static_cast<uint8_t>(b), &after);
+      std::string key = FirstByteGroupCache::key(after, static_cast<uint8_t>(b), follow_id[rule],
+                                                 group_depth[b], pool, signatures);
+      if (const FirstByteGroup* hit = cache.find(key)) {
+        groups.push_back(hit);
+        continue;
       }
-      out.uncertain.push_back({static_cast<uint32_t>(out.leftovers.size() - 1), id});
+      // Walk the group's tokens past their first byte from the stacks after it; a token is
+      // uncertain where it could leave the rule (escape_at[d] is about the byte at d + 1).
+      FirstByteGroup group;
+      indices.resize(end - begin);
+      std::iota(indices.begin(), indices.end(), begin);
+      walk_strings(
+          indices, [&](uint32_t k) { return vocab.sorted_piece(k).substr(1); },
+          vocab.max_piece_length(), advancer, after, &follow[rule], scratch,
+          [&](uint32_t k, bool ok, size_t dead) {
+            if (ok) {
+              group.accepted.push_back(vocab.sorted_id(k));
+              return;
+            }
+            const std::string_view piece = vocab.sorted_piece(k);
+            for (size_t d = 0; d < dead; ++d) {
+              if (scratch.escape_at[d]) {
+                group.uncertain.push_back({piece.substr(d + 1), vocab.sorted_id(k)});
+              }
+            }
+          },
+          WalkReport::kAcceptedOrEscaping);
+      groups.push_back(&cache.insert(std::move(key), std::move(group)));
     }
-    ++stats_.positions;
-    stats_.uncertain_tokens += out.uncertain.size();
-    stats_.max_uncertain = std::max(stats_.max_uncertain, out.uncertain.size());
-    stats_.leftovers += out.leftovers.size();
-    stats_.max_leftovers = std::max(stats_.max_leftovers, out.leftovers.size());
-    stats_.cache_bytes +=
-        out.accepted_bits.size() * 4 + out.accepted_ids.size() * 4 + out.uncertain.size() * 8;
-    for (const auto& s : out.leftovers) stats_.cache_bytes += s.size() + sizeof(std::string);
     if (advancer.overflowed()) {
       return make_error(ErrorCode::kInvalidArgument,
                         "GBNF: the grammar is too ambiguous to match (more than " +
@@ -177,6 +284,19 @@ Status CompiledGrammar::precompute() {
                             " parse stacks after one byte); repetitions of repetitions nested "
                             "many levels deep, like ((x+)+)+, are the usual cause");
     }
+    ++stats_.positions;
+    const auto [it, inserted] =
+        tokens_of_groups.emplace(groups, static_cast<uint32_t>(tokens_.size()));
+    tokens_index_[pos] = it->second;
+    if (!inserted) continue;
+    const PositionTokens& out = tokens_.emplace_back(merge_groups(groups, mask_words()));
+    stats_.uncertain_tokens += out.uncertain.size();
+    stats_.max_uncertain = std::max(stats_.max_uncertain, out.uncertain.size());
+    stats_.leftovers += out.leftovers.size();
+    stats_.max_leftovers = std::max(stats_.max_leftovers, out.leftovers.size());
+    stats_.cache_bytes +=
+        out.accepted_bits.size() * 4 + out.accepted_ids.size() * 4 + out.uncertain.size() * 8;
+    for (const auto& str : out.leftovers) stats_.cache_bytes += str.size() + sizeof(std::string);
   }
   return ok_status();
 }

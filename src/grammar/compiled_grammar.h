@@ -10,11 +10,17 @@
 // Most tokens land in the first two, so a mask is an OR of cached sets plus a trie walk over
 // the distinct leftovers of the few uncertain tokens. Accepted sets are stored as a bitmask or
 // a sorted id list, whichever is smaller.
+//
+// Compiling walks the vocabulary once per distinct situation, not once per position: the tokens
+// that start with byte b are walked from the stacks after b, and positions whose stacks after b
+// look alike to every token of that group (bounded_signature.h) share the walk. Thousands of
+// positions of a counted repetition or of a key automaton cost a handful of walks.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -35,7 +41,7 @@ struct PositionTokens {
 };
 
 struct CompileStats {
-  size_t positions = 0;
+  size_t positions = 0;         // kBytes positions; the other figures count distinct token sets
   size_t uncertain_tokens = 0;  // (leftover, token) pairs summed over positions
   size_t max_uncertain = 0;
   size_t leftovers = 0;  // distinct leftovers summed over positions
@@ -52,7 +58,7 @@ class CompiledGrammar {
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
   const std::shared_ptr<const TokenVocabulary>& vocabulary_ptr() const { return vocabulary_; }
   // For a kBytes position.
-  const PositionTokens& tokens_at(uint32_t pos) const { return by_position_[pos]; }
+  const PositionTokens& tokens_at(uint32_t pos) const { return tokens_[tokens_index_[pos]]; }
   size_t mask_words() const { return (vocabulary_->size() + 31) / 32; }
   const CompileStats& stats() const { return stats_; }
 
@@ -65,7 +71,9 @@ class CompiledGrammar {
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocabulary_;
-  std::vector<PositionTokens> by_position_;  // indexed by element position
+  // Positions with the same token sets share them (a long counted repetition has thousands).
+  std::vector<PositionTokens> tokens_;
+  std::vector<uint32_t> tokens_index_;  // per element position, into tokens_
   CompileStats stats_;
 };
 

@@ -67,7 +67,7 @@ class Builder {
     STRATA_RETURN_IF_ERROR(check_productive());
     STRATA_RETURN_IF_ERROR(check_left_recursion());
     inline_small_rules();
-    return layout(root);
+    return layout(merge_equal_rules(root));
   }
 
  private:
@@ -369,6 +369,98 @@ class Builder {
       std::reverse(done.begin(), done.end());
       host.alternatives = std::move(done);
     }
+  }
+
+  // Rules that derive the same byte strings by the same structure become one. Generated grammars
+  // repeat themselves (every `char*` of a JSON Schema's key automaton is its own rule), and each
+  // copy would otherwise cost the compiled grammar walks of the vocabulary. Components of the
+  // graph of all references are visited callees first, so a rule's signature (its alternatives
+  // symbol by symbol, references by their callees' ids) is final when read: equal signatures, equal
+  // rules. A rule that calls itself reads as SELF; inside a larger cycle, rules are told apart
+  // by partition refinement (the coarsest split where equal rules reference equal classes) and
+  // keep ids of their own. Returns the root's representative; references are rewritten.
+  uint32_t merge_equal_rules(uint32_t root) {
+    const size_t n = byte_rules_.size();
+    constexpr uint32_t kSeparator = UINT32_MAX, kSelf = UINT32_MAX - 1;
+    struct Edge {
+      uint32_t to;
+    };
+    std::vector<std::vector<Edge>> edges(n);  // every reference, not only leading ones
+    for (uint32_t r = 0; r < n; ++r) {
+      for (const auto& alt : byte_rules_[r].alternatives) {
+        for (const auto& s : alt) {
+          if (s.is_rule) edges[r].push_back({s.id});
+        }
+      }
+    }
+    const std::vector<uint32_t> component = strongly_connected_components(edges);
+    std::vector<uint32_t> order(n);
+    for (uint32_t r = 0; r < n; ++r) order[r] = r;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return component[a] < component[b]; });
+    std::map<std::vector<uint32_t>, uint32_t> ids;  // signature -> representative rule
+    std::vector<uint32_t> representative(n, UINT32_MAX);
+    // ref(s): a symbol's word in a signature, with `inside` giving the word of a reference that
+    // is not settled yet.
+    auto signature = [&](uint32_t r, auto&& inside) {
+      std::vector<uint32_t> words;
+      for (const auto& alt : byte_rules_[r].alternatives) {
+        for (const auto& s : alt) {
+          if (!s.is_rule) {
+            words.push_back(2 * s.id);
+          } else if (representative[s.id] != UINT32_MAX) {
+            words.push_back(2 * representative[s.id] + 1);
+          } else {
+            words.push_back(inside(s.id));
+          }
+        }
+        words.push_back(kSeparator);
+      }
+      return words;
+    };
+    for (size_t begin = 0; begin < n;) {
+      size_t end = begin + 1;
+      while (end < n && component[order[end]] == component[order[begin]]) ++end;
+      if (end - begin == 1) {
+        const uint32_t r = order[begin];
+        std::vector<uint32_t> words = signature(r, [](uint32_t) { return kSelf; });
+        representative[r] = ids.emplace(std::move(words), r).first->second;
+      } else {
+        // Refinement inside the component; the old class leads the signature, so classes only
+        // split, and a round that splits nothing is the fixpoint.
+        std::map<uint32_t, uint32_t> cls;
+        for (size_t i = begin; i < end; ++i) cls[order[i]] = 0;
+        for (size_t n_classes = 1;;) {
+          std::map<std::vector<uint32_t>, uint32_t> by_signature;
+          std::map<uint32_t, uint32_t> next;
+          for (size_t i = begin; i < end; ++i) {
+            const uint32_t r = order[i];
+            std::vector<uint32_t> words{cls[r]};
+            const std::vector<uint32_t> body =
+                signature(r, [&](uint32_t callee) { return kSelf - 1 - cls[callee]; });
+            words.insert(words.end(), body.begin(), body.end());
+            next[r] = by_signature.emplace(std::move(words), by_signature.size()).first->second;
+          }
+          cls.swap(next);
+          if (by_signature.size() == n_classes) break;
+          n_classes = by_signature.size();
+        }
+        std::map<uint32_t, uint32_t> first_of_class;
+        for (size_t i = begin; i < end; ++i) first_of_class.emplace(cls[order[i]], order[i]);
+        for (size_t i = begin; i < end; ++i) {
+          representative[order[i]] = first_of_class[cls[order[i]]];
+        }
+      }
+      begin = end;
+    }
+    for (auto& rule : byte_rules_) {
+      for (auto& alt : rule.alternatives) {
+        for (auto& s : alt) {
+          if (s.is_rule) s.id = representative[s.id];
+        }
+      }
+    }
+    return representative[root];
   }
 
   std::shared_ptr<const Grammar> layout(uint32_t root) {

@@ -21,21 +21,31 @@ struct TokenWalkScratch {
   std::vector<bool> escape_at;
 };
 
+// What walk_strings reports.
+enum class WalkReport {
+  kAll,
+  // Strings that die without an escape (nothing set in escape_at below their death) are not
+  // visited, and the run of strings that share such a dead prefix is skipped by a search
+  // instead of one comparison per string: most of a vocabulary dies in its first bytes.
+  kAcceptedOrEscaping,
+};
+
 // visit(k, accepted, dead_depth) for each k in `indices`, whose strings piece_of(k) ascend:
 // accepted when the state survives all bytes; otherwise the state died after dead_depth bytes,
-// and scratch.escape_at[1 .. dead_depth-1] says where the string could have left the start
+// and scratch.escape_at[0 .. dead_depth-1] says where the string could have left the start
 // state's rule instead (with `follow` null nothing is recorded).
 template <class PieceOf, class Visit>
 void walk_strings(std::span<const uint32_t> indices, PieceOf&& piece_of, size_t max_length,
                   Advancer& advancer, const StackSet& start, const ByteSet* follow,
-                  TokenWalkScratch& scratch, Visit&& visit) {
+                  TokenWalkScratch& scratch, Visit&& visit, WalkReport report = WalkReport::kAll) {
   const size_t depth_max = max_length + 1;
   if (scratch.states.size() < depth_max) scratch.states.resize(depth_max);
   if (scratch.escape_at.size() < depth_max) scratch.escape_at.resize(depth_max);
   scratch.states[0] = start;
   std::string_view prev;
   size_t dead = 0;  // prev's prefix of this length emptied the state (0: prev survived)
-  for (uint32_t k : indices) {
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const uint32_t k = indices[i];
     const std::string_view piece = piece_of(k);
     const size_t limit = std::min(prev.size(), piece.size());
     size_t shared = 0;
@@ -56,7 +66,28 @@ void walk_strings(std::span<const uint32_t> indices, PieceOf&& piece_of, size_t 
         break;
       }
     }
-    visit(k, dead == 0, dead);
+    if (dead == 0 || report == WalkReport::kAll ||
+        std::find(scratch.escape_at.begin(), scratch.escape_at.begin() + dead, true) !=
+            scratch.escape_at.begin() + dead) {
+      visit(k, dead == 0, dead);
+      continue;
+    }
+    // Skip the strings after i that start with piece[0, dead): a contiguous run, found by
+    // galloping then bisecting.
+    const std::string_view prefix = piece.substr(0, dead);
+    auto has_prefix = [&](size_t j) { return piece_of(indices[j]).starts_with(prefix); };
+    size_t lo = i, step = 1;  // has_prefix(lo) holds
+    while (lo + step < indices.size() && has_prefix(lo + step)) {
+      lo += step;
+      step *= 2;
+    }
+    size_t hi = std::min(lo + step, indices.size());  // has_prefix(hi) fails or hi is the end
+    while (hi - lo > 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      (has_prefix(mid) ? lo : hi) = mid;
+    }
+    i = lo;
+    prev = piece_of(indices[lo]);
   }
 }
 

@@ -131,6 +131,35 @@ TEST(Gbnf, RepetitionCounts) {
   EXPECT_FALSE(accepts(g, "ababccdd"));
 }
 
+// Rules with the same structure become one rule (the compiled grammar then walks the vocabulary
+// once for them); rules that differ anywhere, however deep, stay apart.
+TEST(Gbnf, StructurallyEqualRulesAreMergedAndOthersKept) {
+  auto equal = parse_gbnf(
+      "root ::= a \",\" b \";\" c\n"
+      "a ::= [x] a | \"y\"\n"
+      "b ::= [x] b | \"y\"\n"
+      "c ::= \"(\" d \")\" c | \"y\"\n"  // a cycle of two rules, twice
+      "d ::= \"(\" c \")\" d | \"y\"\n");
+  ASSERT_TRUE(equal.ok()) << equal.error().message;
+  auto apart = parse_gbnf(
+      "root ::= a \",\" b \";\" c\n"
+      "a ::= [x] a | \"y\"\n"
+      "b ::= [x] b | \"z\"\n"
+      "c ::= \"(\" d \")\" c | \"y\"\n"
+      "d ::= \"(\" c \")\" d | \"z\"\n");
+  ASSERT_TRUE(apart.ok()) << apart.error().message;
+  EXPECT_EQ((*equal)->rules().size(), 3u) << (*equal)->to_string();  // root, a, c
+  EXPECT_EQ((*apart)->rules().size(), 5u) << (*apart)->to_string();
+
+  auto merged = CompiledGrammar::compile(*equal, byte_vocabulary());
+  auto kept = CompiledGrammar::compile(*apart, byte_vocabulary());
+  ASSERT_TRUE(merged.ok() && kept.ok());
+  EXPECT_TRUE(accepts(*merged, "xxy,y;((y)y)y"));
+  EXPECT_TRUE(accepts(*kept, "xxy,z;((y)z)y"));
+  EXPECT_FALSE(accepts(*kept, "xxy,y;y"));
+  EXPECT_FALSE(accepts(*kept, "y,z;((y)y)y"));
+}
+
 TEST(Gbnf, JsonGrammar) {
   auto g = compile_or_die(testing::kJsonGrammar, byte_vocabulary());
   ASSERT_NE(g, nullptr);

@@ -54,43 +54,60 @@ bool allowed(const std::vector<uint32_t>& words, size_t id) {
   return (words[id / 32] >> (id % 32)) & 1;
 }
 
-std::string random_grammar(std::mt19937& rng) {
+// With `repetitive`, grammars also have long counted repetitions and rules that copy another
+// rule's body: what the compiled grammar's sharing between positions (equal rules merged,
+// positions alike for the longest token's length) must get right.
+std::string random_grammar(std::mt19937& rng, bool repetitive = false) {
   static const char* kAtoms[] = {"\"a\"", "\"b\"", "\"ab\"", "\"\\u00e9\"", "\"c\"",
                                  "[a-b]", "[^a]",  ".",      "[a\\u00e9]",  "\"\""};
   static const char* kSuffixes[] = {"", "", "", "?", "*", "+", "{1,2}", "{0,3}"};
+  static const char* kLongSuffixes[] = {"", "", "{0,12}", "{5,9}", "*", "{7}", "{1,2}", "{0,3}"};
+  const char* const* suffixes = repetitive ? kLongSuffixes : kSuffixes;
   const int n_rules = 1 + static_cast<int>(rng() % 4);
-  std::string text;
+  std::string text, body;
   for (int r = 0; r < n_rules; ++r) {
     text += (r == 0 ? std::string("root") : "r" + std::to_string(r)) + " ::=";
+    if (repetitive && r >= 2 && rng() % 2 == 0) {
+      text += body + "\n";  // the same body as the rule before
+      continue;
+    }
+    const size_t body_start = text.size();
     const int n_alts = 1 + static_cast<int>(rng() % 3);
     for (int a = 0; a < n_alts; ++a) {
       if (a > 0) text += " |";
       const int n_items = static_cast<int>(rng() % 4);
       for (int i = 0; i < n_items; ++i) {
         std::string item;
+        // Long repetitions of a rule reference (root{5,9} with root nullable) are ambiguous
+        // enough to overflow the parse: only atoms repeat long.
+        const char* const* item_suffixes = suffixes;
         const unsigned pick = rng() % 14;
         if (pick < 10) {
           item = kAtoms[pick];
         } else if (pick < 13) {
           item = n_rules > 1 ? "r" + std::to_string(1 + rng() % (n_rules - 1)) : "root";
+          item_suffixes = kSuffixes;
         } else {
           item = "(" + std::string(kAtoms[rng() % 10]) + " | " + kAtoms[rng() % 10] + ")";
         }
-        text += " " + item + kSuffixes[rng() % 8];
+        text += " " + item + item_suffixes[rng() % 8];
       }
     }
+    body = text.substr(body_start);
     text += "\n";
   }
   return text;
 }
 
-TEST(MaskOracle, RandomGrammarsMatchNaiveMasksAlongRandomWalks) {
+class MaskOracleWalk : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MaskOracleWalk, RandomGrammarsMatchNaiveMasksAlongRandomWalks) {
   auto vocab = small_vocabulary();
   const size_t n_vocab = vocab->size();
   std::mt19937 rng(1234);
   int compiled = 0;
   for (int trial = 0; trial < 1000; ++trial) {
-    const std::string text = random_grammar(rng);
+    const std::string text = random_grammar(rng, GetParam());
     auto grammar = parse_gbnf(text);
     if (!grammar.ok()) continue;  // undefined rules, left recursion, ... (tested elsewhere)
     auto c = CompiledGrammar::compile(*grammar, vocab);
@@ -123,6 +140,9 @@ TEST(MaskOracle, RandomGrammarsMatchNaiveMasksAlongRandomWalks) {
   }
   EXPECT_GT(compiled, 250);
 }
+
+INSTANTIATE_TEST_SUITE_P(Grammars, MaskOracleWalk, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Repetitive" : "Plain"; });
 
 TEST(MaskOracle, EndOfGenerationOnlyWhereTheGrammarMayEnd) {
   auto vocab = small_vocabulary();

@@ -1,0 +1,48 @@
+// Ids for "what a parse position does to the next d bytes": two positions with the same id at
+// depth d accept, reject and may end on exactly the same byte strings of length at most d. The
+// compiled grammar keys its per-token work on these ids, so positions that differ only beyond
+// the longest token share one walk of the vocabulary: the 2048 positions of a string with
+// maxLength 2048 all look alike to tokens of 16 bytes until the last 16.
+//
+// sig(p, d) is interned structure, exact (no hash can collide):
+//   d < 0          -> kNone (nothing of the position can be seen)
+//   kEnd           -> kEnd
+//   kBytes set     -> (set, sig(p + 1, d - 1))
+//   kRule r        -> (rule_sig(r, d), sig(p + 1, d - min_length(r)))
+//   rule_sig(r, d) =  the set of sig(alternative start, d)
+// Using d - min_length(r) for what follows a rule overstates the bytes left there, which only
+// makes ids finer, never wrongly equal.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar.h"
+
+namespace strata::grammar {
+
+class BoundedSignatures {
+ public:
+  explicit BoundedSignatures(const Grammar& grammar);
+  uint32_t position(uint32_t pos, int depth);
+
+ private:
+  struct VectorHash {
+    size_t operator()(const std::vector<uint32_t>& v) const;
+  };
+  uint32_t rule(uint32_t rule, int depth);
+  uint32_t intern(std::vector<uint32_t> structure);
+  // Past this recursion depth a position gets an id of its own (never shared, so never wrong):
+  // a pathological grammar must not exhaust the stack.
+  static constexpr int kMaxRecursion = 4000;
+
+  const Grammar& grammar_;
+  std::vector<uint32_t> rule_min_length_;
+  std::unordered_map<uint64_t, uint32_t> position_memo_, rule_memo_;
+  std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids_;
+  uint32_t next_id_ = 2;  // 0: kNone, 1: kEnd
+  int recursion_ = 0;
+};
+
+}  // namespace strata::grammar
