@@ -295,6 +295,11 @@ void handle_completion(const CompletionContext& ctx, bool chat, const httplib::R
     collector->tool_format = detect_tool_call_format(ctx.chat_template->source);
   }
   collector->choices.resize(std::get<0>(choices).size());
+  // Compiled here, on this request's thread: the engine thread only finds it in the cache.
+  if (Status compiled = engine->prepare_constraint(std::get<0>(choices).front().constraint);
+      !compiled.ok()) {
+    return send_error(res, compiled.error());
+  }
 
   Result<std::shared_ptr<Job>> job = ctx.worker.enqueue(std::move(std::get<0>(choices)));
   if (!job.ok()) return send_error(res, job.error());

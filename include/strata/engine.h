@@ -157,6 +157,10 @@ class Engine {
   // An Engine is not thread-safe: one thread submits, steps and cancels (tokenize, detokenize,
   // token_piece and model() are safe from any thread).
   Result<uint64_t> submit(const GenerationRequest& request, TokenCallback on_token);
+  // Compiles an output constraint into the cache submit() reads (the 32 most recently used),
+  // so that submit() on the engine thread does not stall every running sequence for it: large
+  // JSON Schemas take seconds. Safe from any thread; errors are submit()'s.
+  Status prepare_constraint(const OutputConstraint& constraint) const;
   Status step();
   bool has_work() const;
   // Ends a submitted request: it gets a final kCancelled event and its KV pages return to the

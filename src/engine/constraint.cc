@@ -11,15 +11,23 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> ConstraintCompiler::comp
     const OutputConstraint& c) {
   std::string key = std::to_string(static_cast<int>(c.kind)) + (c.best_effort ? "b" : "s");
   key += c.root + '\0' + c.text;
-  if (auto it = index_.find(key); it != index_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->second;
+  std::shared_ptr<const grammar::TokenVocabulary> vocabulary;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = index_.find(key); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->second;
+    }
+    if (!vocabulary_) vocabulary_ = grammar::TokenVocabulary::from_tokenizer(tokenizer_);
+    vocabulary = vocabulary_;
   }
+  // Two threads may compile the same constraint at once; the second insert finds the first.
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::Grammar> parsed,
                           grammar::grammar_for_constraint(c));
-  if (!vocabulary_) vocabulary_ = grammar::TokenVocabulary::from_tokenizer(tokenizer_);
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::CompiledGrammar> compiled,
-                          grammar::CompiledGrammar::compile(std::move(parsed), vocabulary_));
+                          grammar::CompiledGrammar::compile(std::move(parsed), vocabulary));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = index_.find(key); it != index_.end()) return it->second->second;
   lru_.emplace_front(std::move(key), compiled);
   index_[lru_.front().first] = lru_.begin();
   if (lru_.size() > capacity_) {

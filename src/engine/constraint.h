@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -22,7 +23,9 @@
 namespace strata::engine {
 
 // Compiles constraints against one tokenizer's vocabulary. Keeps the most recently used
-// compiled grammars, so a schema a server sees again costs nothing.
+// compiled grammars, so a schema a server sees again costs nothing. Thread-safe: a server
+// compiles on its request threads (a large schema takes seconds) so that the engine thread,
+// which compiles again at submit, finds the result in the cache.
 class ConstraintCompiler {
  public:
   explicit ConstraintCompiler(const tokenizer::Tokenizer& tokenizer, size_t capacity = 32)
@@ -33,6 +36,7 @@ class ConstraintCompiler {
  private:
   const tokenizer::Tokenizer& tokenizer_;
   size_t capacity_;
+  std::mutex mutex_;  // guards the cache and the vocabulary, never held while compiling
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;  // built on first use
   using Entry = std::pair<std::string, std::shared_ptr<const grammar::CompiledGrammar>>;
   std::list<Entry> lru_;  // most recent first

@@ -315,6 +315,13 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   return s.id;
 }
 
+Status Engine::prepare_constraint(const OutputConstraint& constraint) const {
+  if (constraint.kind == ConstraintKind::kNone) return ok_status();
+  auto compiled = impl_->constraints->compile(constraint);
+  if (!compiled.ok()) return compiled.error();
+  return ok_status();
+}
+
 Status Engine::step() { return impl_->step(); }
 
 bool Engine::has_work() const { return !impl_->sequences.empty(); }

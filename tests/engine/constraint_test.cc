@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "strata/engine.h"
 
@@ -149,6 +151,46 @@ TEST(ConstraintTest, BadGrammarsAreRefusedAtSubmit) {
   EXPECT_NE(id.error().message.find("http://x.org/a.json"), std::string::npos)
       << id.error().message;
   EXPECT_FALSE(engine->has_work());
+}
+
+// prepare_constraint is called from server request threads while the engine thread steps:
+// several threads preparing the same and different schemas at once get the same verdicts as
+// submit, and a prepared constraint then constrains a generation as usual.
+TEST(ConstraintTest, ConstraintsPreparedFromManyThreadsAgreeWithSubmit) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  std::vector<OutputConstraint> constraints(4);
+  constraints[0].kind = ConstraintKind::kJsonSchema;
+  constraints[0].text = R"({"type": "object", "properties": {"n": {"type": "integer"}},
+                            "required": ["n"], "additionalProperties": false})";
+  constraints[1].kind = ConstraintKind::kGrammar;
+  constraints[1].text = "root ::= \"yes\" | \"no\"";
+  constraints[2].kind = ConstraintKind::kGrammar;
+  constraints[2].text = "root ::= root \"a\"";  // left-recursive: refused
+  constraints[3].kind = ConstraintKind::kJsonObject;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<bool>> verdicts(4);
+  for (size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t round = 0; round < 3; ++round) {
+        for (size_t c = 0; c < constraints.size(); ++c) {
+          verdicts[t].push_back(engine->prepare_constraint(constraints[(c + t) % 4]).ok());
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t t = 0; t < 4; ++t) {
+    for (size_t i = 0; i < verdicts[t].size(); ++i) {
+      EXPECT_EQ(verdicts[t][i], (i % 4 + t) % 4 != 2) << "thread " << t << " call " << i;
+    }
+  }
+  GenerationRequest r = request(*engine, "Once", 1.0f);
+  r.constraint = constraints[1];
+  const Output out = generate(*engine, r);
+  EXPECT_TRUE(out.text == "yes" || out.text == "no") << out.text;
+  r.constraint = constraints[2];
+  EXPECT_FALSE(engine->submit(r, {}).ok());
 }
 
 TEST(ConstraintTest, SchemaConstrainedOutputsHaveTheRequiredShape) {
