@@ -71,6 +71,16 @@ void Grammar::compute_min_rest() {
     // Alternatives are contiguous runs closed by kEnd, so pos + 1 is in the same run.
     min_rest_[pos] = saturating_add(element_min(e), min_rest_[pos + 1]);
   }
+  max_choice_jump_ = 0;
+  for (const GrammarRule& rule : rules_) {
+    uint32_t shortest = kUnbounded, longest = 0;
+    for (uint32_t start : rule.alternatives) {
+      if (min_rest_[start] == kUnbounded) continue;
+      shortest = std::min(shortest, min_rest_[start]);
+      longest = std::max(longest, min_rest_[start]);
+    }
+    if (shortest != kUnbounded) max_choice_jump_ = std::max(max_choice_jump_, longest - shortest);
+  }
 }
 
 std::string Grammar::to_string() const {

@@ -58,6 +58,10 @@ class Grammar {
   // shortest-derivation lengths, saturating at kUnbounded for rules with no finite sentence.
   uint32_t min_rest(uint32_t pos) const { return min_rest_[pos]; }
   static constexpr uint32_t kUnbounded = UINT32_MAX;
+  // The most one choice between a rule's alternatives can add to the shortest completion
+  // (longest minus shortest alternative): how far one token may jump away from the end, e.g.
+  // by naming the tool whose required arguments are longest.
+  uint32_t max_choice_jump() const { return max_choice_jump_; }
 
   // The rules in GBNF over bytes (\xHH for bytes outside printable ASCII), for debugging.
   std::string to_string() const;
@@ -70,6 +74,7 @@ class Grammar {
   std::vector<ByteSet> byte_sets_;
   uint32_t root_;
   std::vector<uint32_t> min_rest_;  // per element position
+  uint32_t max_choice_jump_ = 0;
 };
 
 // Parses and validates GBNF. Errors name line:column: syntax, undefined rule, missing root rule,

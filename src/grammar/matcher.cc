@@ -79,7 +79,11 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words, size_t b
   fill_next_token_bitmask(words);
   const size_t room = budget > 0 ? budget - 1 : 0;  // tokens that may follow this one
   const StackSet& state = history_.back();
-  if (distance(state) + kBudgetLookahead <= room) return;
+  // Far from the end nothing can be out of reach yet; the margin covers the bytes one token
+  // takes plus the longest jump one choice of the grammar makes.
+  const size_t margin =
+      kBudgetLookahead + std::min<size_t>(compiled_->grammar().max_choice_jump(), kMaxJumpMargin);
+  if (distance(state) + margin <= room) return;
   restrict_to_budget(state, words, room);
 }
 

@@ -27,11 +27,14 @@ class GrammarMatcher {
   // The same, for a generation that may take at most `budget` more tokens, this one included:
   // near the end of the budget only tokens after which the grammar can still be completed in
   // the tokens left are allowed (counting one byte per token, which byte-level vocabularies
-  // always offer), so an output that runs to its limit still ends as a sentence. Tokens that
-  // jump further than kBudgetLookahead bytes away from the end before that point can defeat
-  // this; it is a guard for the last steps, not a planner.
+  // always offer), so an output that runs to its limit still ends as a sentence. The check (a
+  // walk of the allowed tokens) runs once the end is within kBudgetLookahead bytes plus the
+  // grammar's largest choice jump (at most kMaxJumpMargin) of the budget; a token that jumps
+  // further in one step (through several choices at once) can still defeat it: it is a guard
+  // for the last steps, not a planner.
   void fill_next_token_bitmask(std::span<uint32_t> words, size_t budget);
   static constexpr size_t kBudgetLookahead = 48;
+  static constexpr size_t kMaxJumpMargin = 1024;
   // The fewest bytes that complete the input so far into a sentence (0 when it may end now).
   size_t distance_to_end() const { return distance(history_.back()); }
   // False, state unchanged, when the token is not allowed. An end-of-generation token is

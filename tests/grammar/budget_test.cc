@@ -102,6 +102,23 @@ TEST(BudgetTest, RandomWalksEndWithinTheirBudget) {
   }
 }
 
+// One token can commit to a branch far longer than the shortest one (naming the tool whose
+// arguments are longest): the guard must look that far ahead, not only its fixed margin.
+TEST(BudgetTest, LongBranchesAreClosedWhileTheyStillFit) {
+  auto g = compile_or_die(R"(root ::= "{" ("s" | "l" "x"{150}) "}")", byte_vocabulary());
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->grammar().max_choice_jump(), 150u);
+  for (size_t budget : {100, 140, 200}) {
+    GrammarMatcher m(g);
+    std::vector<uint32_t> words(g->mask_words());
+    ASSERT_TRUE(m.accept_string("{"));
+    m.fill_next_token_bitmask(words, budget);
+    const bool long_allowed = (words['l' / 32] >> ('l' % 32)) & 1;
+    EXPECT_EQ(long_allowed, budget >= 152) << budget;  // l, 150 x, }
+    EXPECT_TRUE((words['s' / 32] >> ('s' % 32)) & 1);
+  }
+}
+
 TEST(BudgetTest, LeavesTheMaskWholeWhenTheBudgetCannotBeMet) {
   auto g = compile_or_die(R"(root ::= "abcdefgh")", byte_vocabulary());
   ASSERT_NE(g, nullptr);
