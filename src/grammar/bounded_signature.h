@@ -24,7 +24,8 @@ namespace strata::grammar {
 
 class BoundedSignatures {
  public:
-  explicit BoundedSignatures(const Grammar& grammar);
+  // Depths asked for are at most max_depth.
+  BoundedSignatures(const Grammar& grammar, int max_depth);
   uint32_t position(uint32_t pos, int depth);
 
  private:
@@ -33,15 +34,21 @@ class BoundedSignatures {
   };
   uint32_t rule(uint32_t rule, int depth);
   uint32_t intern(std::vector<uint32_t> structure);
+  // (tag, a, b) structures, the most common, without allocating.
+  uint32_t intern3(uint32_t tag, uint32_t a, uint32_t b);
   // Past this recursion depth a position gets an id of its own (never shared, so never wrong):
   // a pathological grammar must not exhaust the stack.
   static constexpr int kMaxRecursion = 4000;
 
   const Grammar& grammar_;
   std::vector<uint32_t> rule_min_length_;
-  std::unordered_map<uint64_t, uint32_t> position_memo_, rule_memo_;
+  int max_depth_;
+  // Memo tables indexed [index][depth], allocated for an index when it is first asked for;
+  // kUnset where not computed yet.
+  std::vector<std::vector<uint32_t>> position_memo_, rule_memo_;
   std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids_;
-  uint32_t next_id_ = 2;  // 0: kNone, 1: kEnd
+  std::unordered_map<uint64_t, uint32_t> ids3_[2];  // per tag, keyed by a << 32 | b
+  uint32_t next_id_ = 2;                            // 0: kNone, 1: kEnd
   int recursion_ = 0;
 };
 

@@ -211,7 +211,6 @@ Status CompiledGrammar::precompute() {
       follow_id[r] = ids.emplace(follow[r].bits, static_cast<uint32_t>(ids.size())).first->second;
     }
   }
-  BoundedSignatures signatures(g);
   // The most bytes a token starting with b has after it.
   std::array<int, 256> group_depth{};
   for (unsigned b = 0; b < 256; ++b) {
@@ -219,6 +218,7 @@ Status CompiledGrammar::precompute() {
       group_depth[b] = std::max(group_depth[b], static_cast<int>(vocab.sorted_piece(k).size()) - 1);
     }
   }
+  BoundedSignatures signatures(g, *std::max_element(group_depth.begin(), group_depth.end()));
   // Bounds the cache's memory on huge grammars (ids held); past it the cache starts over.
   constexpr size_t kMaxCachedEntries = size_t{1} << 24;
   StackPool pool;
