@@ -10,9 +10,16 @@
 namespace strata::grammar::json_schema_detail {
 namespace {
 
-const std::string kDate = "\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])";
+// Days as each month has them; February 29 only in leap years (divisible by 4, centuries only
+// when divisible by 400), as ajv-formats checks.
+const std::string kDate =
+    "(\\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|"
+    "02-(0[1-9]|1\\d|2[0-8]))|(\\d\\d(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)"
+    "-02-29)";
+// Second 60 is left out: validators accept a leap second only at 23:59 UTC, which a grammar
+// cannot tell from the offset.
 const std::string kTime =
-    "([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d{1,9})?([zZ]|[+-]([01]\\d|2[0-3]):[0-5]\\d)";
+    "([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,9})?([zZ]|[+-]([01]\\d|2[0-3]):[0-5]\\d)";
 const std::string kPercent = "%[0-9A-Fa-f]{2}";
 const std::string kPchar = "([A-Za-z0-9\\-._~!$&'()*+,;=:@]|" + kPercent + ")";
 const std::string kSegment = kPchar + "*";
@@ -20,9 +27,10 @@ const std::string kAuthority = "(([A-Za-z0-9\\-._~!$&'()*+,;=:]|" + kPercent + "
                                "([A-Za-z0-9\\-._~!$&'()*+,;=]|" + kPercent + ")*(:\\d*)?";
 const std::string kQueryFragment = "(\\?([A-Za-z0-9\\-._~!$&'()*+,;=:@/?]|" + kPercent +
                                    ")*)?(#([A-Za-z0-9\\-._~!$&'()*+,;=:@/?]|" + kPercent + ")*)?";
-// hier-part: "//" authority path-abempty | path-absolute | path-rootless | path-empty.
+// hier-part: "//" authority path-abempty | path-absolute | path-rootless. RFC 3986 also allows
+// path-empty ("urn:"), which ajv's uri format rejects.
 const std::string kHierPart = "(//" + kAuthority + "(/" + kSegment + ")*|/(" + kPchar + "+(/" +
-                              kSegment + ")*)?|(" + kPchar + "+(/" + kSegment + ")*)?)";
+                              kSegment + ")*)?|" + kPchar + "+(/" + kSegment + ")*)";
 // relative-part: like hier-part, but a first segment without ':' (path-noscheme).
 const std::string kNoColonPchar = "([A-Za-z0-9\\-._~!$&'()*+,;=@]|" + kPercent + ")";
 const std::string kRelativePart = "(//" + kAuthority + "(/" + kSegment + ")*|/(" + kPchar + "+(/" +

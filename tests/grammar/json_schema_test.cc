@@ -267,6 +267,21 @@ TEST(JsonSchemaToGbnf, StringsArraysEnumsFormats) {
   EXPECT_TRUE(accepts(d, R"("2024-02-29T12:30:00Z")"));
   EXPECT_TRUE(accepts(d, R"("2024-02-29T12:30:00.123+01:00")"));
   EXPECT_FALSE(accepts(d, R"("2024-13-01T00:00:00Z")"));
+  // Calendar days as ajv-formats checks them: 30-day months, February, leap years.
+  EXPECT_TRUE(accepts(d, R"("2000-02-29T00:00:00Z")"));
+  EXPECT_TRUE(accepts(d, R"("1996-12-31T23:59:59Z")"));
+  EXPECT_FALSE(accepts(d, R"("2023-02-29T00:00:00Z")"));
+  EXPECT_FALSE(accepts(d, R"("1900-02-29T00:00:00Z")"));
+  EXPECT_FALSE(accepts(d, R"("2024-06-31T00:00:00Z")"));
+  EXPECT_FALSE(accepts(d, R"("2024-02-30T00:00:00Z")"));
+  EXPECT_FALSE(accepts(d, R"("2024-06-30T20:21:60Z")"));  // a leap second off 23:59 UTC
+  auto u = schema_grammar(R"({"type":"string","format":"uri"})");
+  ASSERT_TRUE(u);
+  EXPECT_TRUE(accepts(u, R"("https://example.com/a?b=c#d")"));
+  EXPECT_TRUE(accepts(u, R"("urn:isbn:0451450523")"));
+  EXPECT_TRUE(accepts(u, R"("file:/")"));
+  EXPECT_FALSE(accepts(u, R"("scheme:")"));  // an empty hier-part fails ajv's uri
+  EXPECT_FALSE(accepts(u, R"("no-scheme")"));
   auto t = schema_grammar(R"({"prefixItems":[{"type":"integer"},{"type":"string"}],
       "items":false,"type":"array"})");
   ASSERT_TRUE(t);
