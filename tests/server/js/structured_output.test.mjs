@@ -125,9 +125,10 @@ test('sampled replies under response_format json_schema validate with ajv', asyn
   }
   console.log(`json_schema generations: ${JSON.stringify(stats)}`);
   assert.deepEqual(failures, []);
-  // The issue's target is 90%; the converter reaches about 82% of the sample today (it refuses
-  // what it cannot enforce: dependencies, not, if, uniqueItems, ...). This guards the floor.
-  assert.ok(stats.compiled >= 0.75 * (stats.schemas - stats.ajvRefused),
+  // The converter compiles about 94% of the sample (it refuses what it cannot enforce exactly:
+  // uniqueItems over open-ended items, a few oneOf, ...); the floor leaves room for the
+  // every-tenth subset of the default run.
+  assert.ok(stats.compiled >= 0.85 * (stats.schemas - stats.ajvRefused),
             `only ${stats.compiled} of ${stats.schemas} schemas compiled`);
   assert.ok(stats.validated > 0);
 });
