@@ -341,9 +341,12 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
     }
   }
   if (schema.contains("$ref")) {
+    // Keywords next to $ref apply in every draft. Drafts 4 to 7 say to ignore them, but
+    // validators (ajv) apply them and schemas are written for that: the grammar keeps the
+    // values valid under both readings.
     Json rest = schema;
     rest.erase("$ref");
-    if (draft_ < Draft::k2019 || !has_validation_keywords(rest)) {
+    if (!has_validation_keywords(rest)) {
       if (!schema["$ref"].is_string()) {
         return make_error(ErrorCode::kInvalidArgument, "$ref at " + path + " is not a string");
       }

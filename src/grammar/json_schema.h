@@ -14,6 +14,8 @@
 // ...) is a kUnsupported error that names it and where it sits, unless `best_effort` is set, in
 // which case it is dropped. Keys: an object's additional members may repeat a key (duplicate
 // keys are outside what the grammar promises; minProperties/maxProperties count them).
+// Keywords next to a $ref apply in every draft, as ajv applies them (drafts 4 to 7 say to
+// ignore them): the grammar keeps the values valid under both readings.
 // Annotation keywords (title, description, default, examples, $comment, ...) are ignored, and
 // so are `format` values that no validator asserts (OpenAPI's int32, byte, ...).
 //

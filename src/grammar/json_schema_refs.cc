@@ -1,5 +1,5 @@
 // JSON Schema to GBNF: references and allOf. $ref resolution (JSON pointers, $id, $anchor),
-// inlining a $ref with its siblings (2019-09 on), and merging two schemas into one that asks
+// inlining a $ref with its siblings (in every draft), and merging two schemas into one that asks
 // for both.
 #include <algorithm>
 #include <regex>
@@ -116,7 +116,8 @@ Result<Json> Converter::inline_ref(const Json& schema, const std::string& path) 
   const std::string ref = schema["$ref"].get<std::string>();
   auto target = resolve_ref(ref, path);
   Result<Json> out = target.ok() ? inline_ref(**target, ref) : Result<Json>(target.error());
-  if (out.ok() && draft_ >= Draft::k2019) {
+  // Siblings of $ref apply in every draft (as ajv applies them; see visit_body).
+  if (out.ok()) {
     Json rest = schema;
     rest.erase("$ref");
     if (has_validation_keywords(rest)) out = merge(*out, rest, path);

@@ -137,6 +137,56 @@ TEST(JsonSchemaKeywords, Dependencies) {
          {R"({"x":0,"y":1})", R"({"y":1,"z":"s"})"}});
 }
 
+// Keywords next to a $ref apply in every draft, as ajv applies them (drafts 4 to 7 say to
+// ignore them; the grammar keeps the values valid under both readings).
+TEST(JsonSchemaKeywords, RefSiblingsApplyInEveryDraft) {
+  check({"draft 7 if/then/else over a $ref with properties next to it",
+         R"({"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+             "definitions":{"Doc":{"type":"object","additionalProperties":false,
+               "properties":{"description":{"type":"string"},"url":{"_format":"uri"}},
+               "required":["url","description"]}},
+             "properties":{"doc":{"$ref":"#/definitions/Doc"},
+               "stability":{"enum":["stable","beta"]}},
+             "required":["doc","stability"],
+             "if":{"properties":{"stability":{"const":"stable"}}},
+             "then":{"properties":{"doc":{"$ref":"#/definitions/Doc",
+               "properties":{"url":{"type":"string"}}}}},
+             "else":{"properties":{"doc":{"$ref":"#/definitions/Doc",
+               "properties":{"url":{"type":["string","null"]}}}}}})",
+         {R"({"doc":{"description":"","url":"x"},"stability":"stable"})",
+          R"({"doc":{"description":"","url":null},"stability":"beta"})",
+          R"({"doc":{"description":"d","url":"u"},"stability":"beta"})"},
+         {R"({"doc":{"description":"","url":5},"stability":"beta"})",
+          R"({"doc":{"description":"","url":null},"stability":"stable"})",
+          R"({"doc":{"description":"","url":5},"stability":"stable"})",
+          R"({"doc":{"description":"","url":"x","extra":1},"stability":"beta"})",
+          R"({"doc":{"url":"x"},"stability":"beta"})"}});
+  check({"draft 4 definition that adds type object next to its $ref",
+         R"({"$schema":"http://json-schema.org/draft-04/schema","type":"object",
+             "additionalProperties":false,
+             "definitions":{"dictionary":{"$schema":"http://json-schema.org/draft-04/schema#",
+               "patternProperties":{".*":{"type":"string"}},
+               "properties":{"basic":{"type":"string"}},"required":["basic"]},
+               "headlines":{"$ref":"#/definitions/dictionary",
+                 "$schema":"http://json-schema.org/draft-04/schema#","type":"object",
+                 "title":"Headlines"}},
+             "properties":{"description":{"$ref":"#/definitions/headlines"},
+               "headlines":{"$ref":"#/definitions/headlines"},"type":{"enum":["audio"]}},
+             "required":["type"]})",
+         {R"({"type":"audio"})",
+          R"({"description":{"basic":"d"},"headlines":{"basic":"h","x":"y"},"type":"audio"})"},
+         {R"({"description":null,"type":"audio"})", R"({"headlines":63e5,"type":"audio"})",
+          R"({"headlines":"s","type":"audio"})", R"({"headlines":{"x":"y"},"type":"audio"})",
+          R"({"headlines":{"basic":1},"type":"audio"})",
+          R"({"headlines":{"basic":"h","x":1},"type":"audio"})"}});
+  check({"draft 4 maxItems next to a $ref",
+         R"({"$schema":"http://json-schema.org/draft-04/schema#","type":"object",
+             "definitions":{"list":{"type":"array","items":{"type":"string"}}},
+             "properties":{"parent":{"$ref":"#/definitions/list","maxItems":1}}})",
+         {"{}", R"({"parent":[]})", R"({"parent":["a"]})"},
+         {R"({"parent":["a","b"]})", R"({"parent":[1]})", R"({"parent":"a"})"}});
+}
+
 TEST(JsonSchemaKeywords, OverlappingOneOfBranchesExcludeEachOther) {
   check({"required-only branches",
          R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"},
