@@ -45,6 +45,10 @@ Command add_bench_command(CLI::App& app) {
                   "time to first token and inter-token latency per count)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  sub->add_option("-b,--batch-tokens", o.engine.batch_tokens,
+                  "tokens per forward pass (prompt chunks and decode tokens together), as serve's")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--seed", o.seed, "seed of the random prompt tokens");
   sub->add_flag("!--no-bandwidth", o.measure_bandwidth,
                 "skip the STREAM-like memory read test (decode's bandwidth ceiling)");
