@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -85,6 +86,12 @@ bool feed(const std::shared_ptr<const CompiledConstraint>& compiled,
   return matcher.can_end();
 }
 
+// Feeds a schema's test instances: valid ones token by token with the mask timed before each,
+// invalid ones to see them rejected.
+void feed_tests(const fs::path& file, const Json& tests, const std::string& schema,
+                const std::shared_ptr<const CompiledConstraint>& compiled,
+                const ConstraintVocabulary& vocab, Tally* tally);
+
 void bench_schema(const fs::path& file, const std::shared_ptr<const ConstraintVocabulary>& vocab,
                   bool progress, Tally* tally) {
   ++tally->schemas;
@@ -106,24 +113,37 @@ void bench_schema(const fs::path& file, const std::shared_ptr<const ConstraintVo
   }
   ++tally->compiled;
   tally->compile_ms.push_back(ms);
-  // Printed as each schema compiles, so that a slow one is named while the run goes on.
-  if (progress) std::fprintf(stderr, "%s: compiled in %.1f ms\n", file.string().c_str(), ms);
-  if (!doc.contains("tests") || !doc["tests"].is_array()) return;
-  for (const Json& test : doc["tests"]) {
+  const size_t first_mask = tally->mask_us.size();
+  if (doc.contains("tests") && doc["tests"].is_array()) {
+    feed_tests(file, doc["tests"], constraint.text, *compiled, *vocab, tally);
+  }
+  // Printed as each schema finishes, so that a slow one is named while the run goes on.
+  if (progress) {
+    const auto masks = std::span<const double>(tally->mask_us).subspan(first_mask);
+    const double slowest = masks.empty() ? 0.0 : *std::max_element(masks.begin(), masks.end());
+    std::fprintf(stderr, "%s: compiled in %.1f ms, slowest mask %.1f us\n", file.string().c_str(),
+                 ms, slowest);
+  }
+}
+
+void feed_tests(const fs::path& file, const Json& tests, const std::string& schema,
+                const std::shared_ptr<const CompiledConstraint>& compiled,
+                const ConstraintVocabulary& vocab, Tally* tally) {
+  for (const Json& test : tests) {
     if (!test.contains("data") || !test.contains("valid")) continue;
     const bool valid = test["valid"] == Json(true);
-    auto text = grammar::order_instance_like_schema(constraint.text, test["data"].dump(), -1);
+    auto text = grammar::order_instance_like_schema(schema, test["data"].dump(), -1);
     if (!text.ok()) continue;
     if (valid) {
       ++tally->valid;
-      if (!feed(*compiled, *vocab, *text, &tally->mask_us, &tally->tokens)) {
+      if (!feed(compiled, vocab, *text, &tally->mask_us, &tally->tokens)) {
         ++tally->valid_rejected;
         tally->notes.push_back(file.string() +
                                ": valid instance rejected: " + text->substr(0, 200));
       }
     } else {
       ++tally->invalid;
-      if (feed(*compiled, *vocab, *text, nullptr, nullptr)) {
+      if (feed(compiled, vocab, *text, nullptr, nullptr)) {
         ++tally->invalid_accepted;
         tally->notes.push_back(file.string() +
                                ": invalid instance accepted: " + text->substr(0, 200));
@@ -166,7 +186,8 @@ int bench_grammar(const BenchGrammarFlags& f) {
   std::vector<Tally> tallies(static_cast<size_t>(n_threads));
   std::atomic<size_t> next{0};
   const auto work = [&](Tally* tally) {
-    for (size_t i = next++; i < files.size(); i = next++) bench_schema(files[i], *vocab, f.verbose, tally);
+    for (size_t i = next++; i < files.size(); i = next++)
+      bench_schema(files[i], *vocab, f.verbose, tally);
   };
   std::vector<std::thread> workers;
   for (int t = 1; t < n_threads; ++t) workers.emplace_back(work, &tallies[static_cast<size_t>(t)]);
@@ -236,7 +257,9 @@ Command add_bench_grammar_command(CLI::App& app) {
       ->required();
   sub->add_option("--threads", f->threads, "schemas measured in parallel")->capture_default_str();
   sub->add_flag("--json", f->json, "print one JSON object");
-  sub->add_flag("-v,--verbose", f->verbose, "print each schema's compile time as it goes, then the schemas that did not compile and the mismatches");
+  sub->add_flag("-v,--verbose", f->verbose,
+                "print each schema's compile time as it goes, then the schemas that did not "
+                "compile and the mismatches");
   return {sub, [f] { return bench_grammar(*f); }};
 }
 
