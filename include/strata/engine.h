@@ -22,16 +22,16 @@ using TokenId = int32_t;
 
 struct EngineOptions {
   std::string model_path;
-  int threads = 0;         // 0: one per hardware thread
-  int context = 0;         // tokens per sequence; 0: the model's training context, capped at 4096
-  int max_sequences = 1;   // sequences decoded at once; the KV pool holds context * max_sequences
+  int threads = 0;        // 0: one per hardware thread
+  int context = 0;        // tokens per sequence; 0: the model's training context, capped at 4096
+  int max_sequences = 1;  // sequences decoded at once; the KV pool holds context * max_sequences
   // Tokens per forward pass (prompt chunks and decode tokens together). Running streams wait for
   // the whole step, so this bounds the stall a long prompt causes them; on CPUs, 128 tokens
   // already process prompts as fast as 512 (the matmuls are compute bound from a few tokens on).
   int batch_tokens = 128;
-  int page_size = 32;      // positions per KV page
-  bool use_mmap = false;   // map weights instead of reading them into resident memory
-  bool kv_f16 = true;      // store the KV cache as f16 (else f32)
+  int page_size = 32;     // positions per KV page
+  bool use_mmap = false;  // map weights instead of reading them into resident memory
+  bool kv_f16 = true;     // store the KV cache as f16 (else f32)
   // Requests that may wait for a free sequence slot; past it submit() fails with kUnavailable
   // at once. 0: no limit.
   int max_waiting = 0;
