@@ -27,10 +27,12 @@ struct ByteRule {
 };
 
 // Inlining budgets: a rule is copied into its users when it is this small, and a user grows
-// to at most kMaxHostSymbols symbols.
-constexpr size_t kMaxInlineAlternatives = 16;
-constexpr size_t kMaxInlineSymbols = 64;
-constexpr size_t kMaxHostSymbols = 256;
+// to at most kMaxHostSymbols symbols. A one-character rule of a JSON string (40-odd escape
+// alternatives) must fit: left a rule of its own, it ends after every character, so nearly
+// every token would be left to the mask-time check (masks of 100 ms on a 102K vocabulary).
+constexpr size_t kMaxInlineAlternatives = 64;
+constexpr size_t kMaxInlineSymbols = 256;
+constexpr size_t kMaxHostSymbols = 512;
 
 class Builder {
  public:
