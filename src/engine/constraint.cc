@@ -37,8 +37,9 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> ConstraintCompiler::comp
   return compiled;
 }
 
-SequenceConstraint::SequenceConstraint(std::shared_ptr<const grammar::CompiledGrammar> grammar,
-                                       std::vector<std::string> triggers, size_t max_new_tokens)
+SequenceConstraint::SequenceConstraint(
+    const std::shared_ptr<const grammar::CompiledGrammar>& grammar,
+    std::vector<std::string> triggers, size_t max_new_tokens)
     : matcher_(grammar),
       vocabulary_(grammar->vocabulary()),
       triggers_(std::move(triggers)),

@@ -50,7 +50,7 @@ class SequenceConstraint : public sampling::LogitProcessor {
  public:
   // max_new_tokens: the most tokens the sequence may generate; near that limit the mask keeps
   // only tokens after which the grammar can still be completed in time.
-  SequenceConstraint(std::shared_ptr<const grammar::CompiledGrammar> grammar,
+  SequenceConstraint(const std::shared_ptr<const grammar::CompiledGrammar>& grammar,
                      std::vector<std::string> triggers, size_t max_new_tokens);
 
   void apply(std::span<float> logits, const sampling::SequenceHistory& history) override;
