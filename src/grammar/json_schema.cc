@@ -67,13 +67,6 @@ const std::set<std::string> kValidationKeywords = {"type",
 const std::vector<std::string> kAllTypes = {"null",  "boolean", "object",
                                             "array", "string",  "number"};
 
-std::string join_alternatives(const std::vector<std::string>& alternatives) {
-  if (alternatives.size() == 1) return alternatives[0];
-  std::string out = "(";
-  for (size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
-  return out + ")";
-}
-
 std::vector<std::string> type_list(const Json& schema) {
   if (!schema.contains("type")) return kAllTypes;
   const Json& type = schema["type"];

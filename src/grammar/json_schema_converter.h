@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "grammar/json_schema.h"
+#include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf_automaton.h"
 #include "strata/result.h"
 
@@ -31,8 +32,6 @@ extern const std::vector<std::string> kAllTypes;
 std::vector<std::string> type_list(const Json& schema);
 // Whether a JSON value has a JSON Schema type (1.0 is an integer).
 bool value_has_type(const Json& value, const std::string& type);
-// "(a | b | ...)", or the one alternative.
-std::string join_alternatives(const std::vector<std::string>& alternatives);
 
 // Whether `text` matches the ECMA-262 `pattern` anywhere (JSON Schema's pattern semantics);
 // nullopt when std::regex cannot compile it.

@@ -35,44 +35,32 @@ std::optional<Decimal> to_decimal(double magnitude) {
   return std::nullopt;
 }
 
-std::string digits_between(char lo, char hi) {
-  if (lo == hi) return std::string("\"") + lo + "\"";
-  return std::string("[") + lo + "-" + hi + "]";
-}
-
-std::string join(const std::vector<std::string>& alternatives) {
-  if (alternatives.size() == 1) return alternatives[0];
-  std::string out = "(";
-  for (size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
-  return out + ")";
-}
-
 // Fraction digits (at least one) whose value is >= 0.f (> when strict); f non-empty.
 std::string digits_above(const std::string& f, bool strict) {
   std::vector<std::string> alternatives;
-  if (f[0] < '9') alternatives.push_back(digits_between(f[0] + 1, '9') + " [0-9]{0,23}");
+  if (f[0] < '9') alternatives.push_back(digit_class(f[0] + 1, '9') + " [0-9]{0,23}");
   const std::string rest = f.substr(1);
   const std::string next = !rest.empty() ? digits_above(rest, strict)
                            : strict      ? "\"0\"{0,22} [1-9] [0-9]{0,22}"
                                          : "[0-9]{0,23}";
-  alternatives.push_back(digits_between(f[0], f[0]) + " " + next);
-  return join(alternatives);
+  alternatives.push_back(digit_class(f[0], f[0]) + " " + next);
+  return join_alternatives(alternatives);
 }
 
 // Fraction digits (at least one) whose value is <= 0.f (< when strict); f non-empty; nullopt
 // when none is.
 std::optional<std::string> digits_below(const std::string& f, bool strict) {
   std::vector<std::string> alternatives;
-  if (f[0] > '0') alternatives.push_back(digits_between('0', f[0] - 1) + " [0-9]{0,23}");
+  if (f[0] > '0') alternatives.push_back(digit_class('0', f[0] - 1) + " [0-9]{0,23}");
   const std::string rest = f.substr(1);
   if (rest.empty()) {
-    if (!strict) alternatives.push_back(digits_between(f[0], f[0]) + " \"0\"{0,23}");
+    if (!strict) alternatives.push_back(digit_class(f[0], f[0]) + " \"0\"{0,23}");
   } else if (auto sub = digits_below(rest, strict)) {
     // Stopping early leaves the value below the bound.
-    alternatives.push_back(digits_between(f[0], f[0]) + " (" + *sub + ")?");
+    alternatives.push_back(digit_class(f[0], f[0]) + " (" + *sub + ")?");
   }
   if (alternatives.empty()) return std::nullopt;
-  return join(alternatives);
+  return join_alternatives(alternatives);
 }
 
 // Fraction digits (at least one) whose value v has 0 < v <= 0.f (< when strict); f non-empty.
@@ -81,30 +69,30 @@ std::optional<std::string> digits_nonzero_below(const std::string& f, bool stric
   const std::string rest = f.substr(1);
   if (f[0] > '0') {
     // A smaller first digit: non-zero somewhere.
-    if (f[0] > '1') alternatives.push_back(digits_between('1', f[0] - 1) + " [0-9]{0,23}");
+    if (f[0] > '1') alternatives.push_back(digit_class('1', f[0] - 1) + " [0-9]{0,23}");
     alternatives.push_back("\"0\" \"0\"{0,22} [1-9] [0-9]{0,22}");
     // The same first digit (non-zero already): what digits_below allows after it.
     if (rest.empty()) {
-      if (!strict) alternatives.push_back(digits_between(f[0], f[0]) + " \"0\"{0,23}");
+      if (!strict) alternatives.push_back(digit_class(f[0], f[0]) + " \"0\"{0,23}");
     } else if (auto sub = digits_below(rest, strict)) {
-      alternatives.push_back(digits_between(f[0], f[0]) + " (" + *sub + ")?");
+      alternatives.push_back(digit_class(f[0], f[0]) + " (" + *sub + ")?");
     }
   } else if (auto sub = digits_nonzero_below(rest, strict)) {
     alternatives.push_back("\"0\" " + *sub);  // f has no trailing zeros: rest is non-empty
   }
   if (alternatives.empty()) return std::nullopt;
-  return join(alternatives);
+  return join_alternatives(alternatives);
 }
 
 // What may follow the whole part for a value >= whole.f (> when strict).
 std::string fraction_at_least(const std::string& f, bool strict) {
-  if (f.empty()) return strict ? "\".\" \"0\"{0,23} [1-9] [0-9]{0,23}" : "(\".\" [0-9]{1,24})?";
+  if (f.empty()) return strict ? kNonzeroFraction : kAnyFraction;
   return "\".\" " + digits_above(f, strict);
 }
 
 // What may follow the whole part for a value <= whole.f (< when strict); nullopt when nothing.
 std::optional<std::string> fraction_at_most(const std::string& f, bool strict) {
-  if (f.empty()) return strict ? std::nullopt : std::optional<std::string>("(\".\" \"0\"{1,24})?");
+  if (f.empty()) return strict ? std::nullopt : std::optional<std::string>(kZeroFraction);
   auto below = digits_below(f, strict);
   return "(\".\" " + *below + ")?";  // no fraction: whole < whole.f
 }
@@ -116,10 +104,9 @@ Result<std::optional<std::string>> magnitude(const Decimal& lo, bool lo_strict,
   const auto whole = [](int64_t a, int64_t b) { return integer_range_gbnf(a, b); };
   // Whole part strictly between the bounds' whole parts: any fraction.
   if (!hi) {
-    alternatives.push_back(integer_range_gbnf(lo.whole + 1, std::nullopt) +
-                           " (\".\" [0-9]{1,24})?");
+    alternatives.push_back(integer_range_gbnf(lo.whole + 1, std::nullopt) + " " + kAnyFraction);
   } else if (lo.whole + 1 <= hi->whole - 1) {
-    alternatives.push_back(whole(lo.whole + 1, hi->whole - 1) + " (\".\" [0-9]{1,24})?");
+    alternatives.push_back(whole(lo.whole + 1, hi->whole - 1) + " " + kAnyFraction);
   }
   if (!hi || lo.whole < hi->whole) {
     alternatives.push_back(whole(lo.whole, lo.whole) + " " +
@@ -141,14 +128,14 @@ Result<std::optional<std::string>> magnitude(const Decimal& lo, bool lo_strict,
         alternatives.push_back(whole(lo.whole, lo.whole) + " \".\" " + *f);
       }
       if (alternatives.empty()) return std::optional<std::string>();
-      return std::optional<std::string>(join(alternatives));
+      return std::optional<std::string>(join_alternatives(alternatives));
     }
     if (auto f = fraction_at_most(hi->fraction, hi_strict)) {
       alternatives.push_back(whole(lo.whole, lo.whole) + " " + *f);
     }
   }
   if (alternatives.empty()) return std::optional<std::string>();
-  return std::optional<std::string>(join(alternatives));
+  return std::optional<std::string>(join_alternatives(alternatives));
 }
 
 }  // namespace
@@ -160,46 +147,47 @@ Result<std::string> decimal_range_gbnf(std::optional<Bound> lower, std::optional
                         "a number bound beyond 1e15 on a number that may have a fraction");
     }
   }
-  const auto dec = [](double v) { return to_decimal(std::fabs(v)); };
+  // One sign's half as magnitudes |x| from `near` (the bound nearer zero; none: from zero,
+  // included or not) to `far` (none: unbounded).
+  const auto half = [](const std::optional<Bound>& near, bool zero_strict,
+                       const std::optional<Bound>& far) -> Result<std::optional<std::string>> {
+    const auto too_many_digits = [] {
+      return make_error(ErrorCode::kUnsupported, "a number bound with too many digits");
+    };
+    Decimal lo;
+    bool lo_strict = zero_strict;
+    if (near) {
+      auto d = to_decimal(std::fabs(near->value));
+      if (!d) return too_many_digits();
+      lo = *d;
+      lo_strict = near->exclusive;
+    }
+    std::optional<Decimal> hi;
+    if (far) {
+      hi = to_decimal(std::fabs(far->value));
+      if (!hi) return too_many_digits();
+    }
+    return magnitude(lo, lo_strict, hi, far && far->exclusive);
+  };
   std::vector<std::string> alternatives;
   // x >= 0.
   if (!upper || upper->value > 0 || (upper->value == 0 && !upper->exclusive)) {
-    Decimal lo;
-    bool lo_strict = false;
-    if (lower && lower->value >= 0) {
-      auto d = dec(lower->value);
-      if (!d) return make_error(ErrorCode::kUnsupported, "a number bound with too many digits");
-      lo = *d;
-      lo_strict = lower->exclusive;
-    }
-    std::optional<Decimal> hi;
-    if (upper) hi = dec(upper->value);
-    if (upper && !hi)
-      return make_error(ErrorCode::kUnsupported, "a number bound with too many digits");
-    STRATA_ASSIGN_OR_RETURN(auto part, magnitude(lo, lo_strict, hi, upper && upper->exclusive));
+    const bool lower_near = lower && lower->value >= 0;
+    STRATA_ASSIGN_OR_RETURN(auto part,
+                            half(lower_near ? lower : std::nullopt, /*zero_strict=*/false, upper));
     if (part) alternatives.push_back(*part);
   }
   // x < 0, as "-" and the magnitude -x > 0.
   if (!lower || lower->value < 0) {
-    Decimal lo;
-    bool lo_strict = true;
-    if (upper && upper->value < 0) {
-      auto d = dec(upper->value);
-      if (!d) return make_error(ErrorCode::kUnsupported, "a number bound with too many digits");
-      lo = *d;
-      lo_strict = upper->exclusive;
-    }
-    std::optional<Decimal> hi;
-    if (lower) hi = dec(lower->value);
-    if (lower && !hi)
-      return make_error(ErrorCode::kUnsupported, "a number bound with too many digits");
-    STRATA_ASSIGN_OR_RETURN(auto part, magnitude(lo, lo_strict, hi, lower && lower->exclusive));
+    const bool upper_near = upper && upper->value < 0;
+    STRATA_ASSIGN_OR_RETURN(auto part,
+                            half(upper_near ? upper : std::nullopt, /*zero_strict=*/true, lower));
     if (part) alternatives.push_back("\"-\" " + *part);
   }
   if (alternatives.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "number bounds admit no value");
   }
-  return join(alternatives);
+  return join_alternatives(alternatives);
 }
 
 }  // namespace strata::grammar::json_schema_detail

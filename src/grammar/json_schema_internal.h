@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "strata/result.h"
 
@@ -19,6 +20,18 @@ struct Bound {
   double value = 0;
   bool exclusive = false;
 };
+
+// "(a | b | ...)", or the one alternative.
+std::string join_alternatives(const std::vector<std::string>& alternatives);
+
+// One decimal digit from lo to hi: "d" when they are equal, else [lo-hi].
+std::string digit_class(char lo, char hi);
+
+// What may follow a number's whole part (kMaxFractionDigits digits at most): any fraction or
+// none, a fraction with a non-zero digit, and a fraction of zeros or none.
+inline constexpr const char* kAnyFraction = "(\".\" [0-9]{1,24})?";
+inline constexpr const char* kNonzeroFraction = "\".\" \"0\"{0,23} [1-9] [0-9]{0,23}";
+inline constexpr const char* kZeroFraction = "(\".\" \"0\"{1,24})?";
 
 // GBNF for the JSON integers n with lower <= n <= upper (each side optional, bounds integral).
 std::string integer_range_gbnf(std::optional<int64_t> lower, std::optional<int64_t> upper);

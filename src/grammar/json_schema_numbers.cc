@@ -12,8 +12,6 @@
 #include "grammar/regex_to_gbnf.h"
 
 namespace strata::grammar::json_schema_detail {
-namespace {
-
 std::string join_alternatives(const std::vector<std::string>& alternatives) {
   if (alternatives.size() == 1) return alternatives[0];
   std::string out = "(";
@@ -25,6 +23,8 @@ std::string digit_class(char lo, char hi) {
   if (lo == hi) return std::string("\"") + lo + "\"";
   return std::string("[") + lo + "-" + hi + "]";
 }
+
+namespace {
 
 std::string any_digits(size_t count) {
   if (count == 0) return "";
@@ -86,9 +86,6 @@ std::string nonnegative_range(int64_t lo, int64_t hi) {
   return join_alternatives(alternatives);
 }
 
-const char* kAnyFraction = "(\".\" [0-9]{1,24})?";
-const char* kNonzeroFraction = "\".\" \"0\"{0,23} [1-9] [0-9]{0,23}";
-const char* kZeroFraction = "(\".\" \"0\"{1,24})?";
 const char* kExponent = "([eE] [-+]? [0-9]{1,3})?";
 
 // Non-negative decimals m (no exponent) with lo <(=) m <(=) hi; lo, hi integers.
