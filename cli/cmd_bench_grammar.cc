@@ -90,7 +90,29 @@ bool feed(const std::shared_ptr<const CompiledConstraint>& compiled,
 // invalid ones to see them rejected.
 void feed_tests(const fs::path& file, const Json& tests, const std::string& schema,
                 const std::shared_ptr<const CompiledConstraint>& compiled,
-                const ConstraintVocabulary& vocab, Tally* tally);
+                const ConstraintVocabulary& vocab, Tally* tally) {
+  for (const Json& test : tests) {
+    if (!test.contains("data") || !test.contains("valid")) continue;
+    const bool valid = test["valid"] == Json(true);
+    auto text = grammar::order_instance_like_schema(schema, test["data"].dump(), -1);
+    if (!text.ok()) continue;
+    if (valid) {
+      ++tally->valid;
+      if (!feed(compiled, vocab, *text, &tally->mask_us, &tally->tokens)) {
+        ++tally->valid_rejected;
+        tally->notes.push_back(file.string() +
+                               ": valid instance rejected: " + text->substr(0, 200));
+      }
+    } else {
+      ++tally->invalid;
+      if (feed(compiled, vocab, *text, nullptr, nullptr)) {
+        ++tally->invalid_accepted;
+        tally->notes.push_back(file.string() +
+                               ": invalid instance accepted: " + text->substr(0, 200));
+      }
+    }
+  }
+}
 
 void bench_schema(const fs::path& file, const std::shared_ptr<const ConstraintVocabulary>& vocab,
                   bool progress, Tally* tally) {
@@ -123,32 +145,6 @@ void bench_schema(const fs::path& file, const std::shared_ptr<const ConstraintVo
     const double slowest = masks.empty() ? 0.0 : *std::max_element(masks.begin(), masks.end());
     std::fprintf(stderr, "%s: compiled in %.1f ms, slowest mask %.1f us\n", file.string().c_str(),
                  ms, slowest);
-  }
-}
-
-void feed_tests(const fs::path& file, const Json& tests, const std::string& schema,
-                const std::shared_ptr<const CompiledConstraint>& compiled,
-                const ConstraintVocabulary& vocab, Tally* tally) {
-  for (const Json& test : tests) {
-    if (!test.contains("data") || !test.contains("valid")) continue;
-    const bool valid = test["valid"] == Json(true);
-    auto text = grammar::order_instance_like_schema(schema, test["data"].dump(), -1);
-    if (!text.ok()) continue;
-    if (valid) {
-      ++tally->valid;
-      if (!feed(compiled, vocab, *text, &tally->mask_us, &tally->tokens)) {
-        ++tally->valid_rejected;
-        tally->notes.push_back(file.string() +
-                               ": valid instance rejected: " + text->substr(0, 200));
-      }
-    } else {
-      ++tally->invalid;
-      if (feed(compiled, vocab, *text, nullptr, nullptr)) {
-        ++tally->invalid_accepted;
-        tally->notes.push_back(file.string() +
-                               ": invalid instance accepted: " + text->substr(0, 200));
-      }
-    }
   }
 }
 

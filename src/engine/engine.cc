@@ -294,8 +294,8 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   if (request.constraint.kind != ConstraintKind::kNone) {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::CompiledGrammar> grammar,
                             im.constraints->compile(request.constraint));
-    auto owned = std::make_unique<engine::SequenceConstraint>(
-        std::move(grammar), request.constraint.triggers, max_length - request.prompt.size());
+    auto owned = std::make_unique<engine::SequenceConstraint>(grammar, request.constraint.triggers,
+                                                              max_length - request.prompt.size());
     constraint = owned.get();
     sampler.add_processor(std::move(owned));  // last, after penalties and biases
   }

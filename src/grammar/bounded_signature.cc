@@ -8,7 +8,7 @@ namespace {
 constexpr uint32_t kNone = 0;
 constexpr uint32_t kEndId = 1;
 constexpr uint32_t kUnset = UINT32_MAX;
-enum Tag : uint32_t { kBytesTag, kRuleTag, kRuleSetTag, kUniqueTag };
+enum Tag : uint32_t { kBytesTag, kRuleTag, kRuleSetTag };
 
 // The memo slot of (index, depth), allocating the index's row on first use.
 uint32_t& memo_slot(std::vector<std::vector<uint32_t>>& memo, uint32_t index, int depth,
@@ -34,14 +34,7 @@ BoundedSignatures::BoundedSignatures(const Grammar& grammar, int max_depth)
     : grammar_(grammar),
       max_depth_(max_depth),
       position_memo_(grammar.elements().size()),
-      rule_memo_(grammar.rules().size()) {
-  rule_min_length_.resize(grammar.rules().size(), Grammar::kUnbounded);
-  for (uint32_t r = 0; r < grammar.rules().size(); ++r) {
-    for (uint32_t alt : grammar.rules()[r].alternatives) {
-      rule_min_length_[r] = std::min(rule_min_length_[r], grammar.min_rest(alt));
-    }
-  }
-}
+      rule_memo_(grammar.rules().size()) {}
 
 uint32_t BoundedSignatures::intern(std::vector<uint32_t> structure) {
   const auto [it, inserted] = ids_.emplace(std::move(structure), next_id_);
@@ -59,18 +52,18 @@ uint32_t BoundedSignatures::position(uint32_t pos, int depth) {
   if (depth < 0) return kNone;
   const Element& e = grammar_.element(pos);
   if (e.kind == ElementKind::kEnd) return kEndId;
-  if (uint32_t memo = memo_slot(position_memo_, pos, depth, max_depth_); memo != kUnset) {
-    return memo;
-  }
+  // Rows are allocated once and never move, so the slot outlives the recursion below.
+  uint32_t& memo = memo_slot(position_memo_, pos, depth, max_depth_);
+  if (memo != kUnset) return memo;
   uint32_t id;
   if (recursion_ >= kMaxRecursion) {
-    id = intern({kUniqueTag, next_id_});
+    id = next_id_++;
   } else {
     ++recursion_;
     if (e.kind == ElementKind::kBytes) {
       id = intern3(kBytesTag, e.value, position(pos + 1, depth - 1));
     } else {
-      const uint32_t min_length = rule_min_length_[e.value];
+      const uint32_t min_length = grammar_.rule_min_length(e.value);
       const int rest_depth =
           min_length > static_cast<uint32_t>(depth) ? -1 : depth - static_cast<int>(min_length);
       const uint32_t callee = rule(e.value, depth);
@@ -78,18 +71,19 @@ uint32_t BoundedSignatures::position(uint32_t pos, int depth) {
     }
     --recursion_;
   }
-  memo_slot(position_memo_, pos, depth, max_depth_) = id;  // the row may have been allocated
+  memo = id;
   return id;
 }
 
 uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
-  if (uint32_t memo = memo_slot(rule_memo_, r, depth, max_depth_); memo != kUnset) return memo;
+  uint32_t& memo = memo_slot(rule_memo_, r, depth, max_depth_);
+  if (memo != kUnset) return memo;
   std::vector<uint32_t> structure{kRuleSetTag};
   for (uint32_t alt : grammar_.rules()[r].alternatives) structure.push_back(position(alt, depth));
   std::sort(structure.begin() + 1, structure.end());
   structure.erase(std::unique(structure.begin() + 1, structure.end()), structure.end());
   const uint32_t id = intern(std::move(structure));
-  memo_slot(rule_memo_, r, depth, max_depth_) = id;
+  memo = id;
   return id;
 }
 

@@ -41,7 +41,6 @@ class BoundedSignatures {
   static constexpr int kMaxRecursion = 4000;
 
   const Grammar& grammar_;
-  std::vector<uint32_t> rule_min_length_;
   int max_depth_;
   // Memo tables indexed [index][depth], allocated for an index when it is first asked for;
   // kUnset where not computed yet.

@@ -110,8 +110,8 @@ struct FirstByteGroup {
 // FOLLOW set that decides where a token may leave the rule). Distinct positions often reach the
 // same stacks: every state of the automaton for "a key other than the declared ones" falls into
 // the same any-string state on most bytes, and every alternative ending in the same tail call
-// continues alike. Since the pool hash-conses nodes, equal stacks are equal top ids, and one walk
-// of each group serves all of them.
+// continues alike. The key reads the stacks through bounded signatures (bounded_signature.h), so
+// stacks that differ only beyond the group's longest token share one walk.
 class FirstByteGroupCache {
  public:
   // The key of (stacks after byte b, follow-set id): each stack as the signatures of its

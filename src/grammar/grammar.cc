@@ -45,7 +45,8 @@ uint32_t saturating_add(uint32_t a, uint32_t b) {
 // over its alternatives of the sum of their elements' lengths; every round settles at least
 // one more rule), then per position the suffix sums of its alternative.
 void Grammar::compute_min_rest() {
-  std::vector<uint32_t> rule_min(rules_.size(), kUnbounded);
+  std::vector<uint32_t>& rule_min = rule_min_length_;
+  rule_min.assign(rules_.size(), kUnbounded);
   auto element_min = [&](const Element& e) {
     return e.kind == ElementKind::kBytes ? 1u : rule_min[e.value];
   };

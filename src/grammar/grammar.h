@@ -57,6 +57,8 @@ class Grammar {
   // The fewest bytes that finish the alternative from `pos` on (the element at pos included):
   // shortest-derivation lengths, saturating at kUnbounded for rules with no finite sentence.
   uint32_t min_rest(uint32_t pos) const { return min_rest_[pos]; }
+  // The shortest sentence of a rule (kUnbounded when it has none).
+  uint32_t rule_min_length(uint32_t rule) const { return rule_min_length_[rule]; }
   static constexpr uint32_t kUnbounded = UINT32_MAX;
   // The most one choice between a rule's alternatives can add to the shortest completion
   // (longest minus shortest alternative): how far one token may jump away from the end, e.g.
@@ -73,7 +75,8 @@ class Grammar {
   std::vector<Element> elements_;
   std::vector<ByteSet> byte_sets_;
   uint32_t root_;
-  std::vector<uint32_t> min_rest_;  // per element position
+  std::vector<uint32_t> min_rest_;         // per element position
+  std::vector<uint32_t> rule_min_length_;  // per rule
   uint32_t max_choice_jump_ = 0;
 };
 

@@ -402,8 +402,8 @@ class Builder {
                      [&](uint32_t a, uint32_t b) { return component[a] < component[b]; });
     std::map<std::vector<uint32_t>, uint32_t> ids;  // signature -> representative rule
     std::vector<uint32_t> representative(n, UINT32_MAX);
-    // ref(s): a symbol's word in a signature, with `inside` giving the word of a reference that
-    // is not settled yet.
+    // A rule's signature: its symbols' words, byte sets and settled references by id, with
+    // `inside` giving the word of a reference not settled yet (inside the current component).
     auto signature = [&](uint32_t r, auto&& inside) {
       std::vector<uint32_t> words;
       for (const auto& alt : byte_rules_[r].alternatives) {
