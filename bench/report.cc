@@ -25,9 +25,11 @@ std::string human_bytes(size_t bytes) {
 std::string format_table(const BenchReport& r) {
   std::ostringstream out;
   const std::string model = r.model.name.empty() ? r.model.architecture : r.model.name;
-  out << printf_string("model: %s (%s), weights read per token: %s, threads: %d, SIMD: %s\n",
-                       model.c_str(), r.model.architecture.c_str(),
-                       human_bytes(r.weight_bytes).c_str(), r.threads, r.model.simd_targets.c_str())
+  out << printf_string(
+             "model: %s (%s), weights read per token: %s, threads: %d, SIMD: %s, %zu matrices "
+             "interleaved\n",
+             model.c_str(), r.model.architecture.c_str(), human_bytes(r.weight_bytes).c_str(),
+             r.threads, r.model.simd_targets.c_str(), r.model.interleaved_matrices)
       << "| test            |                t/s | ttft ms | itl p50 ms | itl p99 ms |\n"
       << "| --------------- | -----------------: | ------: | ---------: | ---------: |\n";
   if (r.prompt_tokens > 0) {
@@ -68,6 +70,7 @@ std::string format_json(const BenchReport& r) {
   j["architecture"] = r.model.architecture;
   j["threads"] = r.threads;
   j["simd_targets"] = r.model.simd_targets;
+  j["interleaved_matrices"] = r.model.interleaved_matrices;
   j["n_prompt"] = r.prompt_tokens;
   j["n_gen"] = r.generate_tokens;
   j["ctx_depth"] = r.ctx_depth;

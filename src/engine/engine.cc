@@ -199,7 +199,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<gguf::File> file,
                           gguf::File::open(options.model_path, mode));
   STRATA_ASSIGN_OR_RETURN(impl->tokenizer, tokenizer::Tokenizer::from_gguf(*file));
-  STRATA_ASSIGN_OR_RETURN(impl->model, model::Model::load(std::move(file)));
+  STRATA_ASSIGN_OR_RETURN(
+      impl->model,
+      model::Model::load(std::move(file), {.interleave_weights = options.interleave_weights}));
   const model::ModelConfig& c = impl->model->config();
   if (impl->tokenizer->n_vocab() != c.n_vocab) {
     return make_error(ErrorCode::kInvalidFile, "the tokenizer has " +
@@ -238,6 +240,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   m.context = context;
   m.weight_bytes = impl->model->weights().bytes;
   m.simd_targets = simd_targets_description();
+  m.interleaved_matrices = impl->model->interleaved_matrices();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

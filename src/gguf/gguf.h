@@ -128,6 +128,9 @@ class File {
   // without tensors may end before it (vocab-only files do).
   uint64_t data_offset() const { return data_offset_; }
   const MappedFile& image() const { return *image_; }
+  // Writable image bytes (resident images only, else nullptr), for a model that rearranges its
+  // weight tensors in place; the file's tensor data is then the model's, not GGUF's.
+  uint8_t* mutable_image_data() { return image_->mutable_data(); }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "base/aligned.h"
+#include "kernels/interleave.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize_act.h"
 #include "kernels/reference/dequantize_ref.h"
@@ -23,6 +26,7 @@
 #include "kernels/dot_k-inl.h"
 #include "kernels/dot_q32-inl.h"
 #include "kernels/quantize_act-inl.h"
+#include "kernels/tile_interleaved-inl.h"
 #include "kernels/tile_k-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -260,6 +264,100 @@ void MatmulRows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin,
       });
 }
 
+// True if this target has an interleaved-layout kernel for the type (interleave.h). The K types
+// then read activations packed by PackInterleavedActivations; Q4_0 and Q8_0 read ActBlockQ8 rows.
+bool HasInterleavedKernel(DType type) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return type == DType::kQ4_0 || type == DType::kQ8_0 || type == DType::kQ4_K ||
+         type == DType::kQ6_K;
+#else
+  (void)type;
+  return false;
+#endif
+}
+
+// One token's BlockQ8_K row in the natural element order, with the sums the K kernels need.
+void PackInterleavedActivations(const uint8_t* act, size_t cols, uint8_t* dst) {
+#if HWY_TARGET == HWY_AVX3_DL
+  PackActK(/*q45_order=*/false, reinterpret_cast<const BlockQ8_K*>(act), cols / kQK_K,
+           reinterpret_cast<ActBlockQ8KTiled*>(dst));
+#else
+  (void)act;
+  (void)cols;
+  (void)dst;
+#endif
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+template <class F, size_t... kTs>
+HWY_INLINE void CallWithTokenCount(size_t n, const F& f, std::index_sequence<kTs...>) {
+  (void)((n == kTs + 1 ? (f.template operator()<kTs + 1>(), true) : false) || ...);
+}
+
+// For each group of 16 rows in [row_begin, row_end) and tile of up to kMaxGroupTokens tokens:
+// run<kT>(group, token rows, output) with output at Y[t0][r].
+template <class Act, class Run>
+HWY_INLINE void ForEachGroupTile(const uint8_t* w, size_t w_stride, size_t row_begin,
+                                 size_t row_end, const uint8_t* act, size_t act_stride,
+                                 size_t n_tokens, float* y, size_t y_stride, const Run& run) {
+  for (size_t r = row_begin; r < row_end; r += kInterleaveRows) {
+    const uint8_t* group = w + r * w_stride;
+    for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxGroupTokens) {
+      const size_t tile = std::min(kMaxGroupTokens, n_tokens - t0);
+      const Act* a[kMaxGroupTokens];
+      for (size_t t = 0; t < tile; ++t) {
+        a[t] = reinterpret_cast<const Act*>(act + (t0 + t) * act_stride);
+      }
+      float* out = y + t0 * y_stride + r;
+      CallWithTokenCount(
+          tile, [&]<size_t kT>() { run.template operator()<kT>(group, a, out); },
+          std::make_index_sequence<kMaxGroupTokens>());
+    }
+  }
+}
+#endif  // HWY_AVX3_DL
+
+// Rows [row_begin, row_end) (whole groups) of an interleaved matrix for every token. `act` is
+// the ActBlockQ8 rows (Q4_0, Q8_0) or the PackInterleavedActivations rows (K types).
+void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row_begin,
+                       size_t row_end, size_t cols, const uint8_t* act, size_t act_stride,
+                       size_t n_tokens, float* y, size_t y_stride) {
+#if HWY_TARGET == HWY_AVX3_DL
+  const size_t blocks = cols / traits(type).block_size;
+  auto groups = [&]<class Act>(const auto& kernel) {
+    ForEachGroupTile<Act>(w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y, y_stride,
+                          kernel);
+  };
+  switch (type) {
+    case DType::kQ4_0:
+      return groups.template operator()<ActBlockQ8>(
+          [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
+            GroupQ32<kT, false>(g, blocks, a, out, y_stride);
+          });
+    case DType::kQ8_0:
+      return groups.template operator()<ActBlockQ8>(
+          [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
+            GroupQ32<kT, true>(g, blocks, a, out, y_stride);
+          });
+    case DType::kQ4_K:
+      return groups.template operator()<ActBlockQ8KTiled>(
+          [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
+            GroupQ4K<kT>(g, blocks, a, out, y_stride);
+          });
+    case DType::kQ6_K:
+      return groups.template operator()<ActBlockQ8KTiled>(
+          [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
+            GroupQ6K<kT>(g, blocks, a, out, y_stride);
+          });
+    default:
+      break;  // HasInterleavedKernel said no
+  }
+#else
+  (void)type, (void)w, (void)w_stride, (void)row_begin, (void)row_end, (void)cols, (void)act;
+  (void)act_stride, (void)n_tokens, (void)y, (void)y_stride;
+#endif
+}
+
 // The target this code was compiled for; reports which one dispatch picked.
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
@@ -270,6 +368,9 @@ HWY_AFTER_NAMESPACE();
 namespace strata::kernels {
 
 HWY_EXPORT(MatmulRows);
+HWY_EXPORT(MatmulInterleaved);
+HWY_EXPORT(HasInterleavedKernel);
+HWY_EXPORT(PackInterleavedActivations);
 HWY_EXPORT(HasTiledKernel);
 HWY_EXPORT(PackTiledActivations);
 HWY_EXPORT(QuantizeActivations);
@@ -310,13 +411,26 @@ bool supports_weight_type(DType type) { return activation_format(type) != Activa
 
 void matvec(DType type, const void* w, size_t rows, size_t cols, const float* x, float* y,
             ThreadPool& pool) {
-  matmul(type, w, rows, cols, x, 1, y, pool);
+  matmul(type, WeightLayout::kRows, w, rows, cols, x, 1, y, pool);
 }
 
 void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x, size_t n_tokens,
             float* y, ThreadPool& pool) {
+  matmul(type, WeightLayout::kRows, w, rows, cols, x, n_tokens, y, pool);
+}
+
+WeightLayout preferred_layout(DType type, size_t rows, size_t cols) {
+  return HWY_DYNAMIC_DISPATCH(HasInterleavedKernel)(type) && can_interleave(type, rows, cols)
+             ? WeightLayout::kInterleaved
+             : WeightLayout::kRows;
+}
+
+void matmul(DType type, WeightLayout layout, const void* w, size_t rows, size_t cols,
+            const float* x, size_t n_tokens, float* y, ThreadPool& pool) {
   const ActivationFormat format = activation_format(type);
-  if (format == ActivationFormat::kNone || cols % traits(type).block_size != 0) {
+  const bool interleaved = layout == WeightLayout::kInterleaved;
+  if (format == ActivationFormat::kNone || cols % traits(type).block_size != 0 ||
+      (interleaved && !can_interleave(type, rows, cols))) {
     // Callers check supports_weight_type and the shape when loading a model; NaN makes a
     // violation visible instead of silently wrong.
     std::fill_n(y, rows * n_tokens, std::numeric_limits<float>::quiet_NaN());
@@ -334,12 +448,24 @@ void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x,
     });
     act = quantized.data();
   }
+  const bool interleaved_kernel = interleaved && HWY_DYNAMIC_DISPATCH(HasInterleavedKernel)(type);
   // The tiled kernels beat the per-row ones on one token too (one row at a time; Q4_0 decode on
   // llama-1b 1.12x in alternating runs), and running them for any token count keeps a row's result
   // independent of how many tokens share the call.
   AlignedBuffer<uint8_t> packed;
-  if (HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols)) {
-    const size_t packed_stride = tiled_row_bytes(type, cols);
+  size_t packed_stride = 0;
+  if (interleaved_kernel) {
+    if (format == ActivationFormat::kQ8_K) {
+      packed_stride = cols / kQK_K * sizeof(ActBlockQ8KTiled);
+      packed = AlignedBuffer<uint8_t>(packed_stride * n_tokens);
+      uint8_t* dst = packed.data();
+      pool.parallel_for(n_tokens, [&](size_t t, size_t) {
+        HWY_DYNAMIC_DISPATCH(PackInterleavedActivations)
+        (act + t * act_stride, cols, dst + t * packed_stride);
+      });
+    }
+  } else if (HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols)) {
+    packed_stride = tiled_row_bytes(type, cols);
     packed = AlignedBuffer<uint8_t>(packed_stride * n_tokens);
     uint8_t* dst = packed.data();
     pool.parallel_for(n_tokens, [&](size_t t, size_t) {
@@ -348,14 +474,34 @@ void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x,
     });
   }
   const size_t w_stride = row_bytes(type, cols);
-  const size_t chunk = rows_per_task(rows, cols, n_tokens, pool.num_threads());
+  size_t chunk = rows_per_task(rows, cols, n_tokens, pool.num_threads());
+  if (interleaved) chunk = (chunk + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
   const size_t tasks = (rows + chunk - 1) / chunk;
   const uint8_t* weights = static_cast<const uint8_t*>(w);
   pool.parallel_for(tasks, [&](size_t task, size_t) {
     const size_t begin = task * chunk;
     const size_t end = std::min(rows, begin + chunk);
-    HWY_DYNAMIC_DISPATCH(MatmulRows)
-    (type, weights, w_stride, begin, end, cols, act, act_stride, packed.data(), n_tokens, y, rows);
+    if (!interleaved) {
+      HWY_DYNAMIC_DISPATCH(MatmulRows)
+      (type, weights, w_stride, begin, end, cols, act, act_stride, packed.data(), n_tokens, y,
+       rows);
+    } else if (interleaved_kernel) {
+      const bool k_type = format == ActivationFormat::kQ8_K;
+      HWY_DYNAMIC_DISPATCH(MatmulInterleaved)
+      (type, weights, w_stride, begin, end, cols, k_type ? packed.data() : act,
+       k_type ? packed_stride : act_stride, n_tokens, y, rows);
+    } else {
+      // No interleaved kernel on this target: read the groups back into GGUF rows.
+      std::vector<uint8_t> group_rows(kInterleaveRows * w_stride);
+      for (size_t g = begin; g < end; g += kInterleaveRows) {
+        for (size_t r = 0; r < kInterleaveRows; ++r) {
+          deinterleave_row(type, weights + g * w_stride, cols, r, group_rows.data() + r * w_stride);
+        }
+        HWY_DYNAMIC_DISPATCH(MatmulRows)
+        (type, group_rows.data(), w_stride, 0, kInterleaveRows, cols, act, act_stride,
+         packed.data(), n_tokens, y + g, rows);
+      }
+    }
   });
 }
 
@@ -365,6 +511,17 @@ void dequantize_row(DType type, const void* src, float* dst, size_t n) {
     return;
   }
   reference::dequantize_row_ref(type, src, dst, n);
+}
+
+void dequantize_matrix_row(DType type, WeightLayout layout, const void* w, size_t cols, size_t r,
+                           float* dst) {
+  const size_t stride = row_bytes(type, cols);
+  const auto* bytes = static_cast<const uint8_t*>(w);
+  if (layout == WeightLayout::kRows) return dequantize_row(type, bytes + r * stride, dst, cols);
+  std::vector<uint8_t> row(stride);
+  const size_t group = r / kInterleaveRows * kInterleaveRows;
+  deinterleave_row(type, bytes + group * stride, cols, r - group, row.data());
+  dequantize_row(type, row.data(), dst, cols);
 }
 
 }  // namespace strata::kernels

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "base/dtype.h"
 #include "platform/thread_pool.h"
@@ -30,7 +31,27 @@ void matvec(DType type, const void* w, size_t rows, size_t cols, const float* x,
 void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x, size_t n_tokens,
             float* y, ThreadPool& pool);
 
+// How a weight matrix's blocks lie in memory.
+enum class WeightLayout : uint8_t {
+  kRows,         // GGUF order: each row's blocks one after another
+  kInterleaved,  // groups of 16 rows rearranged for the VNNI kernels (interleave.h)
+};
+
+// The layout matmul runs fastest from on this CPU: kInterleaved where the dispatched target has
+// an interleaved kernel for the type and can_interleave(type, rows, cols) holds.
+WeightLayout preferred_layout(DType type, size_t rows, size_t cols);
+
+// matmul of a matrix in either layout. Every target computes both (an interleaved matrix on a
+// target without its kernel is read back group by group), with the same result per (row,
+// token) whatever the number of tokens or threads.
+void matmul(DType type, WeightLayout layout, const void* w, size_t rows, size_t cols,
+            const float* x, size_t n_tokens, float* y, ThreadPool& pool);
+
 // dst[0..n) = the first n elements of a row stored as `type` (n a multiple of the block size).
 void dequantize_row(DType type, const void* src, float* dst, size_t n);
+
+// dst[0..cols) = row r of a matrix (rows x cols) in the given layout.
+void dequantize_matrix_row(DType type, WeightLayout layout, const void* w, size_t cols, size_t r,
+                           float* dst);
 
 }  // namespace strata::kernels

@@ -10,17 +10,14 @@
 namespace strata::model {
 
 void linear(const Matrix& w, const float* x, size_t n_tokens, float* out, ThreadPool& pool) {
-  if (n_tokens == 1) {
-    kernels::matvec(w.type, w.data, w.rows, w.cols, x, out, pool);
-  } else {
-    kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, out, pool);
-  }
+  kernels::matmul(w.type, w.layout, w.data, w.rows, w.cols, x, n_tokens, out, pool);
 }
 
 void embed_tokens(const Matrix& token_embd, const Batch& batch, float* x) {
   for (size_t t = 0; t < batch.size(); ++t) {
-    kernels::dequantize_row(token_embd.type, token_embd.row(batch[t].token),
-                            x + t * token_embd.cols, token_embd.cols);
+    kernels::dequantize_matrix_row(token_embd.type, token_embd.layout, token_embd.data,
+                                   token_embd.cols, static_cast<size_t>(batch[t].token),
+                                   x + t * token_embd.cols);
   }
 }
 

@@ -6,10 +6,14 @@
 
 namespace strata::model {
 
-Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file) {
+Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file,
+                                           const ModelLoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
   STRATA_ASSIGN_OR_RETURN(m->config_, read_config(*file));
   STRATA_ASSIGN_OR_RETURN(m->weights_, load_weights(*file, m->config_));
+  if (options.interleave_weights) {
+    m->interleaved_matrices_ = interleave_weights(*file, m->weights_);
+  }
   m->file_ = std::move(file);
   return m;
 }

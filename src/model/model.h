@@ -14,14 +14,22 @@
 
 namespace strata::model {
 
+struct ModelLoadOptions {
+  // Rearrange the weight matrices for the CPU's interleaved kernels (resident images only).
+  bool interleave_weights = true;
+};
+
 class Model {
  public:
   // Takes ownership of the file: weights are views into its image.
-  static Result<std::unique_ptr<Model>> load(std::unique_ptr<gguf::File> file);
+  static Result<std::unique_ptr<Model>> load(std::unique_ptr<gguf::File> file,
+                                             const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const gguf::File& file() const { return *file_; }
+  // How many weight matrices were rearranged at load (ModelLoadOptions::interleave_weights).
+  size_t interleaved_matrices() const { return interleaved_matrices_; }
 
   // The KV shape a cache for this model must have.
   kv::KvShape kv_shape(size_t page_size) const;
@@ -36,6 +44,7 @@ class Model {
   std::unique_ptr<gguf::File> file_;
   ModelConfig config_;
   ModelWeights weights_;
+  size_t interleaved_matrices_ = 0;
   Activations activations_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "kernels/interleave.h"
 #include "kernels/matmul.h"
 
 namespace strata::model {
@@ -25,7 +26,7 @@ class Loader {
                                                      std::string(dtype_name(t->type)) +
                                                      " is not supported for weight matrices");
     }
-    return Matrix{t->type, t->data, rows, cols};
+    return Matrix{t->type, kernels::WeightLayout::kRows, t->data, rows, cols};
   }
 
   Result<Vector> vector(const std::string& name, size_t n) {
@@ -105,6 +106,32 @@ Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) 
     }
   }
   return w;
+}
+
+size_t interleave_weights(gguf::File& file, ModelWeights& w) {
+  uint8_t* writable = file.mutable_image_data();
+  if (writable == nullptr) return 0;
+  const uint8_t* image = file.image().data();
+  // The embedding table is only read a row at a time, unless it is also the output projection.
+  std::vector<Matrix*> matrices = {&w.output};
+  for (LayerWeights& l : w.layers) {
+    for (Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      matrices.push_back(m);
+    }
+  }
+  size_t count = 0;
+  for (Matrix* m : matrices) {
+    if (kernels::preferred_layout(m->type, m->rows, m->cols) !=
+        kernels::WeightLayout::kInterleaved) {
+      continue;
+    }
+    const auto* data = static_cast<const uint8_t*>(m->data);
+    kernels::interleave_rows_in_place(m->type, writable + (data - image), m->rows, m->cols);
+    m->layout = kernels::WeightLayout::kInterleaved;
+    if (w.token_embd.data == m->data) w.token_embd.layout = m->layout;  // tied embeddings
+    ++count;
+  }
+  return count;
 }
 
 }  // namespace strata::model

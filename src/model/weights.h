@@ -8,20 +8,19 @@
 #include "base/dtype.h"
 #include "base/result.h"
 #include "gguf/gguf.h"
+#include "kernels/matmul.h"
 #include "model/config.h"
 
 namespace strata::model {
 
-// A weight matrix in its file format: `rows` rows of `cols` elements (GGUF dims {cols, rows}).
+// A weight matrix in its file's block format: `rows` rows of `cols` elements (GGUF dims
+// {cols, rows}), in GGUF row order or rearranged at load (interleave_weights).
 struct Matrix {
   DType type = DType::kF32;
+  kernels::WeightLayout layout = kernels::WeightLayout::kRows;
   const void* data = nullptr;
   size_t rows = 0;
   size_t cols = 0;
-
-  const void* row(size_t r) const {
-    return static_cast<const unsigned char*>(data) + r * row_bytes(type, cols);
-  }
 };
 
 // Norm weights and biases are small: held as f32 copies whatever their file type.
@@ -47,5 +46,10 @@ struct ModelWeights {
 
 // Finds every tensor the architecture needs, checks its shape and type, and returns views.
 Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& config);
+
+// Rearranges in place each matrix that the CPU multiplies faster interleaved
+// (kernels::preferred_layout), and marks its layout. Only a resident image is writable: with a
+// memory-mapped file nothing changes. Returns the number of matrices rearranged.
+size_t interleave_weights(gguf::File& file, ModelWeights& weights);
 
 }  // namespace strata::model

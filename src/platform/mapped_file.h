@@ -23,6 +23,9 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   const uint8_t* data() const { return data_; }
+  // The bytes of a resident image, for rearranging them in place; nullptr for a mapping or a
+  // caller-owned view.
+  uint8_t* mutable_data() { return resident_.get(); }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
   Mode mode() const { return mode_; }

@@ -507,7 +507,10 @@ TEST(QuantizeStoriesTest, TeacherForcedAgreementOnTheReferenceCases) {
     ASSERT_TRUE(logits.ok()) << logits.error().message;
     want.push_back(std::move(logits).value());
   }
-  for (const auto& [type, min] : std::map<std::string, double>{{"Q8_0", 0.99}, {"Q4_K_M", 0.90}}) {
+  // Q8_0 gives 0.9915 with GGUF row order and 0.9873 with the interleaved kernels, whose mean
+  // |logit error| against F32 is slightly lower (0.0654 vs 0.0659 on the first case): the two
+  // summation orders flip different near-ties (F32 top-2 margins 0.006-0.11), 6 against 4 of 472.
+  for (const auto& [type, min] : std::map<std::string, double>{{"Q8_0", 0.985}, {"Q4_K_M", 0.90}}) {
     TempFile out("stories_forced_" + type + ".gguf");
     ASSERT_TRUE(quantize(kStories, out.path(), type).ok()) << type;
     std::unique_ptr<Engine> q = load(out.path(), 512);

@@ -10,6 +10,7 @@
 
 #include "base/fp16.h"
 #include "for_each_target.h"
+#include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize_act.h"
@@ -217,6 +218,87 @@ TEST_P(QuantizedMatmulTest, MatmulMatchesTwinForRaggedRowAndTokenCounts) {
     }
   }
 }
+
+// The interleaved layout (interleave.h) holds the same blocks: every row reads back byte for byte.
+TEST(InterleaveTest, EveryRowReadsBackAndOnlyWholeGroupsInterleave) {
+  for (DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+    const size_t rows = 32, cols = 512, stride = row_bytes(type, cols);
+    const std::vector<uint8_t> w = random_rows(type, rows, cols, 11);
+    ASSERT_TRUE(can_interleave(type, rows, cols));
+    std::vector<uint8_t> inter(w.size()), back(stride);
+    interleave_rows(type, w.data(), rows, cols, inter.data());
+    EXPECT_NE(inter, w) << dtype_name(type);
+    std::vector<uint8_t> in_place = w;
+    interleave_rows_in_place(type, in_place.data(), rows, cols);
+    EXPECT_EQ(in_place, inter) << dtype_name(type);
+    for (size_t r = 0; r < rows; ++r) {
+      deinterleave_row(type, inter.data() + r / 16 * 16 * stride, cols, r % 16, back.data());
+      ASSERT_EQ(std::memcmp(back.data(), w.data() + r * stride, stride), 0)
+          << dtype_name(type) << " row " << r;
+      std::vector<float> want(cols), got(cols);
+      dequantize_row(type, w.data() + r * stride, want.data(), cols);
+      dequantize_matrix_row(type, WeightLayout::kInterleaved, inter.data(), cols, r, got.data());
+      ASSERT_EQ(want, got) << dtype_name(type) << " row " << r;
+    }
+    EXPECT_FALSE(can_interleave(type, 17, cols));
+    EXPECT_EQ(preferred_layout(type, 17, cols), WeightLayout::kRows);
+  }
+  EXPECT_FALSE(can_interleave(DType::kQ5_K, 32, 512));
+}
+
+class InterleavedMatmulTest : public ::testing::TestWithParam<DType> {};
+
+// Every (row, token) of an interleaved matmul is the scalar twin's integer sum, on every target
+// (those without an interleaved kernel read the groups back), for token counts below, at and
+// past the kernel's tile, and does not change with the token count or the thread count.
+TEST_P(InterleavedMatmulTest, MatchesTwinForAnyTokenAndThreadCount) {
+  const DType type = GetParam();
+  const size_t rows = 48, cols = 768, stride = row_bytes(type, cols);
+  const std::vector<uint8_t> w = random_rows(type, rows, cols, 21);
+  std::vector<uint8_t> inter(w.size());
+  interleave_rows(type, w.data(), rows, cols, inter.data());
+  ThreadPool pool1(1), pool2(2);
+  const size_t max_tokens = 19;
+  const std::vector<float> x = random_activations(cols * max_tokens, 22);
+  std::vector<std::vector<float>> twin(max_tokens, std::vector<float>(rows));
+  std::vector<std::vector<double>> magnitude(max_tokens, std::vector<double>(rows));
+  for (size_t t = 0; t < max_tokens; ++t) {
+    const QuantizedActivations xq =
+        quantize(type, std::vector<float>(x.begin() + t * cols, x.begin() + (t + 1) * cols));
+    for (size_t r = 0; r < rows; ++r) {
+      const uint8_t* row = w.data() + r * stride;
+      std::vector<float> wr(cols);
+      reference::dequantize_row_ref(type, row, wr.data(), cols);
+      for (size_t c = 0; c < cols; ++c) magnitude[t][r] += std::abs(double(wr[c]) * xq.values[c]);
+      twin[t][r] = reference::dot_quantized_ref(type, row, xq.bytes.data(), cols);
+    }
+  }
+  for_each_simd_target([&] {
+    std::vector<float> single(rows);
+    matmul(type, WeightLayout::kInterleaved, inter.data(), rows, cols, x.data(), 1, single.data(),
+           pool1);
+    for (size_t n_tokens : {1, 3, 8, 9, 19}) {
+      std::vector<float> y(rows * n_tokens), y1(rows * n_tokens);
+      matmul(type, WeightLayout::kInterleaved, inter.data(), rows, cols, x.data(), n_tokens,
+             y.data(), pool2);
+      matmul(type, WeightLayout::kInterleaved, inter.data(), rows, cols, x.data(), n_tokens,
+             y1.data(), pool1);
+      ASSERT_EQ(y, y1) << dtype_name(type) << " " << n_tokens << " tokens";
+      ASSERT_EQ(std::vector<float>(y.begin(), y.begin() + rows), single)
+          << dtype_name(type) << " " << n_tokens << " tokens";
+      for (size_t t = 0; t < n_tokens; ++t) {
+        for (size_t r = 0; r < rows; ++r) {
+          ASSERT_NEAR(y[t * rows + r], twin[t][r], 1e-5 * magnitude[t][r] + 1e-6)
+              << dtype_name(type) << " " << n_tokens << " tokens: row " << r << " token " << t;
+        }
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, InterleavedMatmulTest,
+                         ::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // The dispatched SIMD quantizer is the one matvec uses; it must produce the very bytes the scalar
 // reference (which the twin tests are built on) produces, ties and clamps included.

@@ -1,0 +1,262 @@
+// AVX-512 VNNI kernels for weights in the interleaved layout (interleave.h): one group of 16 rows
+// times kT tokens per pass over the blocks. Each 64-byte weight register holds four quants of 16
+// rows; vpdpbusd multiplies it by four broadcast activation bytes and adds one int32 per row, so
+// a lane is a row from the first instruction to the final store: no horizontal sums, and each
+// block's per-row scales are one vector.
+//
+// The integer sums are those of the scalar twin (reference::dot_quantized_ref); only the order
+// of f32 additions differs:
+//   Q4_0: isum = sum q * a - 8 * sum a                 y += d_w * d_a * isum
+//   Q8_0: isum = sum (q + 128) * a - 128 * sum a       y += d_w * d_a * isum
+//   Q4_K: isum = sum_s scale_s * sum q * a             y += d * d_a * isum
+//                                                      y -= sum_s dmin * min_s * d_a * bsum_s
+//   Q6_K: isum = sum_s scale_s * sum (q - 32) * a      y += d * d_a * isum
+// (q unsigned as stored; the -32 of Q6_K is -32 * sum_s scale_s * bsum_s, added with vpdpwssd.)
+
+#if defined(STRATA_KERNELS_TILE_INTERLEAVED_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef STRATA_KERNELS_TILE_INTERLEAVED_INL_H_
+#undef STRATA_KERNELS_TILE_INTERLEAVED_INL_H_
+#else
+#define STRATA_KERNELS_TILE_INTERLEAVED_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "kernels/interleave.h"
+#include "kernels/quant_blocks.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace strata::kernels::HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX3_DL
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+
+// Tokens per pass: three accumulators per token must stay in the 32 vector registers.
+inline constexpr size_t kMaxGroupTokens = 8;
+
+// Four activation bytes in every int32 lane.
+HWY_INLINE __m512i Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+HWY_INLINE __m512i Load512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// 16 f16 scales (one per row) as f32 lanes.
+HWY_INLINE __m512 LoadHalf16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+template <size_t kT>
+HWY_INLINE void StoreRows(const __m512* acc, float* y, size_t y_stride) {
+  for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(y + t * y_stride, acc[t]);
+}
+
+// y[t * y_stride + r] for the group's 16 rows r and kT tokens; a[t] is token t's ActBlockQ8 row.
+template <size_t kT, bool kQ8>
+HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* const* a, float* y,
+                           size_t y_stride) {
+  constexpr size_t kGroupBlock = kInterleaveRows * (kQ8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0));
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* gb = w + b * kGroupBlock;
+    const uint8_t* qs = gb + 2 * kInterleaveRows;
+    __m512i isum[kT];
+    for (size_t t = 0; t < kT; ++t) isum[t] = _mm512_set1_epi32((kQ8 ? -128 : -8) * a[t][b].sum);
+    if constexpr (kQ8) {
+      for (size_t j = 0; j < 8; ++j) {
+        const __m512i u = Load512(qs + 64 * j);
+        for (size_t t = 0; t < kT; ++t) {
+          isum[t] = _mm512_dpbusd_epi32(isum[t], u, Broadcast4(a[t][b].qs + 4 * j));
+        }
+      }
+    } else {
+      for (size_t j = 0; j < 4; ++j) {
+        const __m512i packed = Load512(qs + 64 * j);
+        const __m512i lo = _mm512_and_si512(packed, low4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
+        for (size_t t = 0; t < kT; ++t) {
+          isum[t] = _mm512_dpbusd_epi32(isum[t], lo, Broadcast4(a[t][b].qs + 4 * j));
+          isum[t] = _mm512_dpbusd_epi32(isum[t], hi, Broadcast4(a[t][b].qs + 16 + 4 * j));
+        }
+      }
+    }
+    const __m512 dw = LoadHalf16(gb);
+    for (size_t t = 0; t < kT; ++t) {
+      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a[t][b].d));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), scale, acc[t]);
+    }
+  }
+  StoreRows<kT>(acc, y, y_stride);
+}
+
+// Scale and min of sub-block s < 8 for the 16 rows, from the 12 byte planes of the packed 6-bit
+// values (GGUF get_scale_min_k4: s < 4 in the low 6 bits of bytes s and s + 4; s >= 4 in the
+// nibbles of byte s + 4 with the top 2 bits of bytes s - 4 and s).
+struct ScaleMin16 {
+  __m512i scale, min;
+};
+HWY_INLINE ScaleMin16 Q4KScaleMin(const uint8_t* planes, int s) {
+  auto plane = [&](int p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 16 * p));
+  };
+  __m128i sc, mn;
+  if (s < 4) {
+    sc = _mm_and_si128(plane(s), _mm_set1_epi8(0x3F));
+    mn = _mm_and_si128(plane(s + 4), _mm_set1_epi8(0x3F));
+  } else {
+    const __m128i low = plane(s + 4);
+    const __m128i top2 = _mm_set1_epi8(0x30);  // bits 6-7 moved to bits 4-5
+    sc = _mm_or_si128(_mm_and_si128(low, _mm_set1_epi8(0x0F)),
+                      _mm_and_si128(_mm_srli_epi16(plane(s - 4), 2), top2));
+    mn = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(low, 4), _mm_set1_epi8(0x0F)),
+                      _mm_and_si128(_mm_srli_epi16(plane(s), 2), top2));
+  }
+  return {_mm512_cvtepu8_epi32(sc), _mm512_cvtepu8_epi32(mn)};
+}
+
+template <size_t kT>
+HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* const* a,
+                           float* y, size_t y_stride) {
+  constexpr size_t kGroupBlock = kInterleaveRows * sizeof(BlockQ4_K);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* gb = w + b * kGroupBlock;
+    const uint8_t* planes = gb + 4 * kInterleaveRows;
+    const uint8_t* qs = planes + 12 * kInterleaveRows;
+    __m512i total[kT];
+    for (size_t t = 0; t < kT; ++t) total[t] = _mm512_setzero_si512();
+    // Sub-block s = 2i + half: chunk i's low (half 0) or high nibbles.
+    for (int s = 0; s < 8; ++s) {
+      const uint8_t* chunk = qs + 512 * (s / 2);
+      __m512i isum[kT];
+      for (size_t t = 0; t < kT; ++t) isum[t] = _mm512_setzero_si512();
+      for (size_t j = 0; j < 8; ++j) {
+        const __m512i packed = Load512(chunk + 64 * j);
+        const __m512i u = _mm512_and_si512(s % 2 ? _mm512_srli_epi16(packed, 4) : packed, low4);
+        for (size_t t = 0; t < kT; ++t) {
+          isum[t] = _mm512_dpbusd_epi32(isum[t], u, Broadcast4(a[t][b].qs + 32 * s + 4 * j));
+        }
+      }
+      const __m512i scale = Q4KScaleMin(planes, s).scale;
+      for (size_t t = 0; t < kT; ++t) {
+        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(isum[t], scale));
+      }
+    }
+    const __m512 d = LoadHalf16(gb), dmin = LoadHalf16(gb + 2 * kInterleaveRows);
+    for (size_t t = 0; t < kT; ++t) {
+      const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(a[t][b].d));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[t]), scale, acc[t]);
+    }
+    for (int s = 0; s < 8; ++s) {
+      const __m512 min = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(Q4KScaleMin(planes, s).min));
+      for (size_t t = 0; t < kT; ++t) {
+        acc[t] = _mm512_fnmadd_ps(min, _mm512_set1_ps(a[t][b].sub_sums[s]), acc[t]);
+      }
+    }
+  }
+  StoreRows<kT>(acc, y, y_stride);
+}
+
+// The 64 quants (0-63) of elements 128h + 32q + 4j ..+3 of the 16 rows: low (q < 2) or high
+// nibbles of ql[64h + 32 (q % 2) + 4j], with bits 2q, 2q + 1 of qh[32h + 4j] as bits 4-5.
+HWY_INLINE __m512i Q6KQuants16(const uint8_t* ql_planes, const uint8_t* qh_planes, int h, int q,
+                               size_t j) {
+  const __m512i ql = Load512(ql_planes + 64 * (16 * h + 8 * (q % 2) + j));
+  const __m512i qh = Load512(qh_planes + 64 * (8 * h + j));
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  const __m512i low = _mm512_and_si512(q < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);
+  __m512i high;
+  switch (q) {
+    case 0:
+      high = _mm512_slli_epi16(qh, 4);
+      break;
+    case 1:
+      high = _mm512_slli_epi16(qh, 2);
+      break;
+    case 2:
+      high = qh;
+      break;
+    default:
+      high = _mm512_srli_epi16(qh, 2);
+      break;
+  }
+  return _mm512_or_si512(low, _mm512_and_si512(high, bits45));
+}
+
+template <size_t kT>
+HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* const* a,
+                           float* y, size_t y_stride) {
+  constexpr size_t kGroupBlock = kInterleaveRows * sizeof(BlockQ6_K);
+  __m512 acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* gb = w + b * kGroupBlock;
+    const uint8_t* scale_planes = gb + 2 * kInterleaveRows;
+    const uint8_t* ql = scale_planes + 16 * kInterleaveRows;
+    const uint8_t* qh = ql + 128 * kInterleaveRows;
+    auto scale = [&](int s) {
+      return _mm512_cvtepi8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scale_planes + 16 * s)));
+    };
+    __m512i total[kT];
+    for (size_t t = 0; t < kT; ++t) total[t] = _mm512_setzero_si512();
+    // Sub-block of 16 s = 8h + 2q + jj covers elements 128h + 32q + 16jj ..+15.
+    for (int h = 0; h < 2; ++h) {
+      for (int q = 0; q < 4; ++q) {
+        for (size_t jj = 0; jj < 2; ++jj) {
+          __m512i isum[kT];
+          for (size_t t = 0; t < kT; ++t) isum[t] = _mm512_setzero_si512();
+          for (size_t j = 4 * jj; j < 4 * jj + 4; ++j) {
+            const __m512i u = Q6KQuants16(ql, qh, h, q, j);
+            for (size_t t = 0; t < kT; ++t) {
+              isum[t] = _mm512_dpbusd_epi32(isum[t], u,
+                                            Broadcast4(a[t][b].qs + 128 * h + 32 * q + 4 * j));
+            }
+          }
+          const __m512i sc = scale(8 * h + 2 * q + static_cast<int>(jj));
+          for (size_t t = 0; t < kT; ++t) {
+            total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(isum[t], sc));
+          }
+        }
+      }
+    }
+    // The -32 offset: int16 pairs (-32 scale_2k, -32 scale_2k+1) against (bsum_2k, bsum_2k+1).
+    for (int k = 0; k < 8; ++k) {
+      const __m512i lo =
+          _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(scale(2 * k), 5));
+      const __m512i hi =
+          _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(scale(2 * k + 1), 5));
+      const __m512i pair = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xFFFF)),
+                                           _mm512_slli_epi32(hi, 16));
+      for (size_t t = 0; t < kT; ++t) {
+        int32_t bsum_pair;
+        std::memcpy(&bsum_pair, a[t][b].bsums + 2 * k, 4);
+        total[t] = _mm512_dpwssd_epi32(total[t], pair, _mm512_set1_epi32(bsum_pair));
+      }
+    }
+    const __m512 d = LoadHalf16(gb);
+    for (size_t t = 0; t < kT; ++t) {
+      const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(a[t][b].d));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[t]), s, acc[t]);
+    }
+  }
+  StoreRows<kT>(acc, y, y_stride);
+}
+
+#pragma GCC pop_options
+#endif  // HWY_AVX3_DL
+
+}  // namespace strata::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle
