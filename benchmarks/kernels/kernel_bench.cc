@@ -67,56 +67,66 @@ Workload make_workload(DType type, size_t rows, size_t cols, size_t n_tokens, bo
   return wl;
 }
 
-// Args: type, rows, cols, threads.
+// The benchmark's label: type, layout and SIMD target.
+std::string label(DType type, WeightLayout layout) {
+  return std::string(dtype_name(type)) +
+         (layout == WeightLayout::kInterleaved ? " interleaved " : " ") + active_simd_target();
+}
+
+// Args: type, rows, cols, threads, layout.
 void BM_Matvec(benchmark::State& state) {
   const DType type = static_cast<DType>(state.range(0));
   const size_t rows = state.range(1), cols = state.range(2);
+  const auto layout = static_cast<WeightLayout>(state.range(4));
   ThreadPool pool(state.range(3));
   Workload wl = make_workload(type, rows, cols, 1);
   size_t copy = 0;
   for (auto _ : state) {
-    matvec(type, wl.weights.data() + copy * wl.matrix_bytes, rows, cols, wl.x.data(), wl.y.data(),
-           pool);
+    matmul(type, layout, wl.weights.data() + copy * wl.matrix_bytes, rows, cols, wl.x.data(), 1,
+           wl.y.data(), pool);
     benchmark::DoNotOptimize(wl.y.data());
     copy = (copy + 1) % wl.copies;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * wl.matrix_bytes));
-  state.SetLabel(std::string(dtype_name(type)) + " " + active_simd_target());
+  state.SetLabel(label(type, layout));
 }
 
-// Args: type. One thread, 256 x 4096 weights that stay in L2/L3: the compute ceiling of the
-// kernel, which must exceed the DRAM bandwidth for decode to be bandwidth-bound.
+// Args: type, layout. One thread, 256 x 4096 weights that stay in L2/L3: the compute ceiling of
+// the kernel, which must exceed the DRAM bandwidth for decode to be bandwidth-bound.
 void BM_MatvecHot(benchmark::State& state) {
   const DType type = static_cast<DType>(state.range(0));
+  const auto layout = static_cast<WeightLayout>(state.range(1));
   const size_t rows = 256, cols = 4096;
   ThreadPool pool(1);
   Workload wl = make_workload(type, rows, cols, 1, /*cold=*/false);
   for (auto _ : state) {
-    matvec(type, wl.weights.data(), rows, cols, wl.x.data(), wl.y.data(), pool);
+    matmul(type, layout, wl.weights.data(), rows, cols, wl.x.data(), 1, wl.y.data(), pool);
     benchmark::DoNotOptimize(wl.y.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * wl.matrix_bytes));
-  state.SetLabel(std::string(dtype_name(type)) + " " + active_simd_target());
+  state.SetLabel(label(type, layout));
 }
 
-// Args: type, rows, cols, threads, tokens. Reports weight GB/s and GFLOP/s (2 per multiply-add).
-// 64 tokens stand for prompt processing, 16 for one decode step of 16 batched streams.
+// Args: type, rows, cols, threads, tokens, layout. Reports weight GB/s and GFLOP/s (2 per
+// multiply-add). 64 tokens stand for prompt processing, 16 for one decode step of 16 batched
+// streams.
 void BM_Matmul(benchmark::State& state) {
   const DType type = static_cast<DType>(state.range(0));
   const size_t rows = state.range(1), cols = state.range(2), n_tokens = state.range(4);
+  const auto layout = static_cast<WeightLayout>(state.range(5));
   ThreadPool pool(state.range(3));
   Workload wl = make_workload(type, rows, cols, n_tokens);
   size_t copy = 0;
   for (auto _ : state) {
-    matmul(type, wl.weights.data() + copy * wl.matrix_bytes, rows, cols, wl.x.data(), n_tokens,
-           wl.y.data(), pool);
+    matmul(type, layout, wl.weights.data() + copy * wl.matrix_bytes, rows, cols, wl.x.data(),
+           n_tokens, wl.y.data(), pool);
     benchmark::DoNotOptimize(wl.y.data());
     copy = (copy + 1) % wl.copies;
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * wl.matrix_bytes));
   state.counters["GFLOPS"] = benchmark::Counter(
       2.0 * rows * cols * n_tokens * state.iterations() / 1e9, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(dtype_name(type)) + " " + active_simd_target());
+  state.SetLabel(label(type, layout));
 }
 
 // STREAM-like read bandwidth: sum a 256 MiB f32 array split over the pool's threads.
@@ -149,28 +159,37 @@ void register_benchmarks() {
       ->ArgName("threads")
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  // Types with an interleaved kernel on this CPU run in both layouts, side by side.
   for (DType type : kTypes) {
-    const std::string name(dtype_name(type));
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {2048, 8192}}) {
-      for (int64_t threads : {1, 2}) {
-        benchmark::RegisterBenchmark(("Matvec/" + name).c_str(), BM_Matvec)
-            ->Args({static_cast<int64_t>(type), rows, cols, threads})
-            ->ArgNames({"type", "rows", "cols", "threads"})
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
+    for (WeightLayout layout : {WeightLayout::kRows, WeightLayout::kInterleaved}) {
+      if (layout == WeightLayout::kInterleaved &&
+          preferred_layout(type, 4096, 4096) != WeightLayout::kInterleaved) {
+        continue;
       }
-    }
-    benchmark::RegisterBenchmark(("MatvecHot/" + name).c_str(), BM_MatvecHot)
-        ->Arg(static_cast<int64_t>(type))
-        ->ArgName("type")
-        ->Unit(benchmark::kMicrosecond);
-    for (int64_t tokens : {64, 16}) {
-      benchmark::RegisterBenchmark(("Matmul" + std::to_string(tokens) + "/" + name).c_str(),
-                                   BM_Matmul)
-          ->Args({static_cast<int64_t>(type), 4096, 4096, 2, tokens})
-          ->ArgNames({"type", "rows", "cols", "threads", "tokens"})
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+      const auto l = static_cast<int64_t>(layout);
+      const std::string name = std::string(dtype_name(type)) +
+                               (layout == WeightLayout::kInterleaved ? "/interleaved" : "");
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {2048, 8192}}) {
+        for (int64_t threads : {1, 2}) {
+          benchmark::RegisterBenchmark(("Matvec/" + name).c_str(), BM_Matvec)
+              ->Args({static_cast<int64_t>(type), rows, cols, threads, l})
+              ->ArgNames({"type", "rows", "cols", "threads", "layout"})
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+      benchmark::RegisterBenchmark(("MatvecHot/" + name).c_str(), BM_MatvecHot)
+          ->Args({static_cast<int64_t>(type), l})
+          ->ArgNames({"type", "layout"})
+          ->Unit(benchmark::kMicrosecond);
+      for (int64_t tokens : {64, 16}) {
+        benchmark::RegisterBenchmark(("Matmul" + std::to_string(tokens) + "/" + name).c_str(),
+                                     BM_Matmul)
+            ->Args({static_cast<int64_t>(type), 4096, 4096, 2, tokens, l})
+            ->ArgNames({"type", "rows", "cols", "threads", "tokens", "layout"})
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
     }
   }
 }

@@ -61,10 +61,11 @@ GroupPlan make_plan(DType type) {
       p.add(offsetof(BlockQ6_K, d), 2);
       for (size_t s = 0; s < 16; ++s) p.add(offsetof(BlockQ6_K, scales) + s, 1);
       for (size_t h = 0; h < 2; ++h) {
-        for (size_t j = 0; j < 16; ++j) p.add(offsetof(BlockQ6_K, ql) + 64 * h + 4 * j, 4);
-      }
-      for (size_t h = 0; h < 2; ++h) {
-        for (size_t j = 0; j < 8; ++j) p.add(offsetof(BlockQ6_K, qh) + 32 * h + 4 * j, 4);
+        for (size_t j = 0; j < 8; ++j) {
+          p.add(offsetof(BlockQ6_K, ql) + 64 * h + 4 * j, 4);
+          p.add(offsetof(BlockQ6_K, ql) + 64 * h + 32 + 4 * j, 4);
+          p.add(offsetof(BlockQ6_K, qh) + 32 * h + 4 * j, 4);
+        }
       }
       break;
     default:

@@ -14,9 +14,10 @@
 //                      4j.., high nibbles: 16 + 4j..).
 //   Q4_K (2304 bytes): d[16], dmin[16], scales byte planes p < 12 (byte p of each row's 12),
 //                      then for chunk i < 4, j < 8: u32 qs[32i + 4j..] of each row.
-//   Q6_K (3360 bytes): d[16], int8 scale planes s < 16 (scales[s] of each row), then ql: for
-//                      half h < 2, j < 16: u32 ql[64h + 4j..]; then qh: for h < 2, j < 8: u32
-//                      qh[32h + 4j..].
+//   Q6_K (3360 bytes): d[16], int8 scale planes s < 16 (scales[s] of each row), then for half
+//                      h < 2 and j < 8 three registers: u32 ql[64h + 4j..], u32
+//                      ql[64h + 32 + 4j..] and u32 qh[32h + 4j..] of each row (the 4 x 4
+//                      quants 128h + 32q + 4j.., q < 4, read in one sequential pass).
 #pragma once
 
 #include <cstddef>

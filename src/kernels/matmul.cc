@@ -294,24 +294,24 @@ HWY_INLINE void CallWithTokenCount(size_t n, const F& f, std::index_sequence<kTs
   (void)((n == kTs + 1 ? (f.template operator()<kTs + 1>(), true) : false) || ...);
 }
 
-// For each group of 16 rows in [row_begin, row_end) and tile of up to kMaxGroupTokens tokens:
+// For each group of 16 rows in [row_begin, row_end) and tile of up to kMaxTokens tokens:
 // run<kT>(group, token rows, output) with output at Y[t0][r].
-template <class Act, class Run>
+template <class Act, size_t kMaxTokens, class Run>
 HWY_INLINE void ForEachGroupTile(const uint8_t* w, size_t w_stride, size_t row_begin,
                                  size_t row_end, const uint8_t* act, size_t act_stride,
                                  size_t n_tokens, float* y, size_t y_stride, const Run& run) {
   for (size_t r = row_begin; r < row_end; r += kInterleaveRows) {
     const uint8_t* group = w + r * w_stride;
-    for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxGroupTokens) {
-      const size_t tile = std::min(kMaxGroupTokens, n_tokens - t0);
-      const Act* a[kMaxGroupTokens];
+    for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+      const size_t tile = std::min(kMaxTokens, n_tokens - t0);
+      const Act* a[kMaxTokens];
       for (size_t t = 0; t < tile; ++t) {
         a[t] = reinterpret_cast<const Act*>(act + (t0 + t) * act_stride);
       }
       float* out = y + t0 * y_stride + r;
       CallWithTokenCount(
           tile, [&]<size_t kT>() { run.template operator()<kT>(group, a, out); },
-          std::make_index_sequence<kMaxGroupTokens>());
+          std::make_index_sequence<kMaxTokens>());
     }
   }
 }
@@ -324,9 +324,9 @@ void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row
                        size_t n_tokens, float* y, size_t y_stride) {
 #if HWY_TARGET == HWY_AVX3_DL
   const size_t blocks = cols / traits(type).block_size;
-  auto groups = [&]<class Act>(const auto& kernel) {
-    ForEachGroupTile<Act>(w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y, y_stride,
-                          kernel);
+  auto groups = [&]<class Act, size_t kMaxTokens = kMaxGroupTokens>(const auto& kernel) {
+    ForEachGroupTile<Act, kMaxTokens>(w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y,
+                                      y_stride, kernel);
   };
   switch (type) {
     case DType::kQ4_0:
@@ -340,12 +340,12 @@ void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row
             GroupQ32<kT, true>(g, blocks, a, out, y_stride);
           });
     case DType::kQ4_K:
-      return groups.template operator()<ActBlockQ8KTiled>(
+      return groups.template operator()<ActBlockQ8KTiled, kMaxGroupTokensK>(
           [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
             GroupQ4K<kT>(g, blocks, a, out, y_stride);
           });
     case DType::kQ6_K:
-      return groups.template operator()<ActBlockQ8KTiled>(
+      return groups.template operator()<ActBlockQ8KTiled, kMaxGroupTokensK>(
           [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
             GroupQ6K<kT>(g, blocks, a, out, y_stride);
           });
