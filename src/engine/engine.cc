@@ -193,27 +193,30 @@ Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
+  if (options.context < 0 || options.max_sequences <= 0 || options.batch_tokens <= 0 ||
+      options.page_size <= 0 || options.threads < 0) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "context, threads, max_sequences, batch_tokens and page_size must be positive");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->pool = std::make_unique<ThreadPool>(static_cast<size_t>(options.threads));
   const auto mode = options.use_mmap ? MappedFile::Mode::kMmap : MappedFile::Mode::kResident;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<gguf::File> file,
                           gguf::File::open(options.model_path, mode));
   STRATA_ASSIGN_OR_RETURN(impl->tokenizer, tokenizer::Tokenizer::from_gguf(*file));
   STRATA_ASSIGN_OR_RETURN(
       impl->model,
-      model::Model::load(std::move(file), {.interleave_weights = options.interleave_weights}));
+      model::Model::load(
+          std::move(file),
+          {.interleave_pool = options.interleave_weights ? impl->pool.get() : nullptr}));
   const model::ModelConfig& c = impl->model->config();
   if (impl->tokenizer->n_vocab() != c.n_vocab) {
     return make_error(ErrorCode::kInvalidFile, "the tokenizer has " +
                                                    std::to_string(impl->tokenizer->n_vocab()) +
                                                    " tokens but the model's embedding has " +
                                                    std::to_string(c.n_vocab) + " rows");
-  }
-  if (options.context < 0 || options.max_sequences <= 0 || options.batch_tokens <= 0 ||
-      options.page_size <= 0 || options.threads < 0) {
-    return make_error(
-        ErrorCode::kInvalidArgument,
-        "context, threads, max_sequences, batch_tokens and page_size must be positive");
   }
   size_t context = options.context > 0 ? static_cast<size_t>(options.context)
                                        : std::min(c.n_ctx_train, kDefaultMaxContext);
@@ -222,7 +225,6 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   impl->cache = std::make_unique<kv::KvCache>(
       impl->model->kv_shape(page), pages_per_seq * static_cast<size_t>(options.max_sequences),
       options.kv_f16 ? kv::KvPrecision::kF16 : kv::KvPrecision::kF32);
-  impl->pool = std::make_unique<ThreadPool>(static_cast<size_t>(options.threads));
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
       std::make_unique<engine::Scheduler>(*impl->cache, static_cast<size_t>(options.max_sequences),

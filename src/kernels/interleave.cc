@@ -123,13 +123,18 @@ void interleave_rows(DType type, const uint8_t* src, size_t rows, size_t cols, u
   }
 }
 
-void interleave_rows_in_place(DType type, uint8_t* data, size_t rows, size_t cols) {
+void interleave_groups_in_place(DType type, uint8_t* data, size_t cols, size_t group_begin,
+                                size_t group_end) {
   const size_t group_bytes = kInterleaveRows * row_bytes(type, cols);
   std::vector<uint8_t> scratch(group_bytes);
-  for (size_t g = 0; g < rows / kInterleaveRows; ++g) {
+  for (size_t g = group_begin; g < group_end; ++g) {
     std::memcpy(scratch.data(), data + g * group_bytes, group_bytes);
     interleave_rows(type, scratch.data(), kInterleaveRows, cols, data + g * group_bytes);
   }
+}
+
+void interleave_rows_in_place(DType type, uint8_t* data, size_t rows, size_t cols) {
+  interleave_groups_in_place(type, data, cols, 0, rows / kInterleaveRows);
 }
 
 void deinterleave_row(DType type, const uint8_t* group, size_t cols, size_t r, uint8_t* dst) {

@@ -36,8 +36,11 @@ bool can_interleave(DType type, size_t rows, size_t cols);
 // Requires can_interleave. src and dst must not overlap.
 void interleave_rows(DType type, const uint8_t* src, size_t rows, size_t cols, uint8_t* dst);
 
-// Rearranges a matrix in place (through a scratch copy of one group at a time).
+// Rearranges a matrix in place (through a scratch copy of one group at a time). Groups are
+// independent: callers may split [group_begin, group_end) over threads.
 void interleave_rows_in_place(DType type, uint8_t* data, size_t rows, size_t cols);
+void interleave_groups_in_place(DType type, uint8_t* data, size_t cols, size_t group_begin,
+                                size_t group_end);
 
 // Row r (in 0..15) of an interleaved group, back in GGUF block order (row_bytes(type, cols)).
 void deinterleave_row(DType type, const uint8_t* group, size_t cols, size_t r, uint8_t* dst);

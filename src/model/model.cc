@@ -11,8 +11,8 @@ Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file,
   std::unique_ptr<Model> m(new Model());
   STRATA_ASSIGN_OR_RETURN(m->config_, read_config(*file));
   STRATA_ASSIGN_OR_RETURN(m->weights_, load_weights(*file, m->config_));
-  if (options.interleave_weights) {
-    m->interleaved_matrices_ = interleave_weights(*file, m->weights_);
+  if (options.interleave_pool != nullptr) {
+    m->interleaved_matrices_ = interleave_weights(*file, m->weights_, *options.interleave_pool);
   }
   m->file_ = std::move(file);
   return m;

@@ -15,8 +15,9 @@
 namespace strata::model {
 
 struct ModelLoadOptions {
-  // Rearrange the weight matrices for the CPU's interleaved kernels (resident images only).
-  bool interleave_weights = true;
+  // Rearrange the weight matrices for the CPU's interleaved kernels (resident images only), on
+  // this pool's threads; null leaves them in GGUF order.
+  ThreadPool* interleave_pool = nullptr;
 };
 
 class Model {

@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <string>
 
 #include "kernels/interleave.h"
@@ -108,7 +109,7 @@ Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) 
   return w;
 }
 
-size_t interleave_weights(gguf::File& file, ModelWeights& w) {
+size_t interleave_weights(gguf::File& file, ModelWeights& w, ThreadPool& pool) {
   uint8_t* writable = file.mutable_image_data();
   if (writable == nullptr) return 0;
   const uint8_t* image = file.image().data();
@@ -125,8 +126,15 @@ size_t interleave_weights(gguf::File& file, ModelWeights& w) {
         kernels::WeightLayout::kInterleaved) {
       continue;
     }
-    const auto* data = static_cast<const uint8_t*>(m->data);
-    kernels::interleave_rows_in_place(m->type, writable + (data - image), m->rows, m->cols);
+    uint8_t* data = writable + (static_cast<const uint8_t*>(m->data) - image);
+    // Tasks of 16 groups: a few hundred KB each, enough to hide the task hand-off.
+    constexpr size_t kGroupsPerTask = 16;
+    const size_t groups = m->rows / kernels::kInterleaveRows;
+    pool.parallel_for((groups + kGroupsPerTask - 1) / kGroupsPerTask, [&](size_t task, size_t) {
+      const size_t begin = task * kGroupsPerTask;
+      kernels::interleave_groups_in_place(m->type, data, m->cols, begin,
+                                          std::min(groups, begin + kGroupsPerTask));
+    });
     m->layout = kernels::WeightLayout::kInterleaved;
     if (w.token_embd.data == m->data) w.token_embd.layout = m->layout;  // tied embeddings
     ++count;

@@ -10,6 +10,7 @@
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "model/config.h"
+#include "platform/thread_pool.h"
 
 namespace strata::model {
 
@@ -50,6 +51,6 @@ Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& con
 // Rearranges in place each matrix that the CPU multiplies faster interleaved
 // (kernels::preferred_layout), and marks its layout. Only a resident image is writable: with a
 // memory-mapped file nothing changes. Returns the number of matrices rearranged.
-size_t interleave_weights(gguf::File& file, ModelWeights& weights);
+size_t interleave_weights(gguf::File& file, ModelWeights& weights, ThreadPool& pool);
 
 }  // namespace strata::model
