@@ -41,6 +41,9 @@ Command add_synth_command(CLI::App& app) {
   sub->add_option("--type", options->type, "weight matrix type: F16 or F32")->capture_default_str();
   sub->add_option("--vocab", options->vocab_path, "GGUF whose tokenizer.* metadata to copy")
       ->capture_default_str();
+  sub->add_option("--n-vocab", options->n_vocab,
+                  "pad the vocabulary with reserved control tokens to this size (0: as copied)")
+      ->capture_default_str();
   sub->add_option("--seed", options->seed, "weight generator seed")->capture_default_str();
   sub->add_option("-t,--threads", options->threads, "threads (0: one per core)")
       ->check(CLI::NonNegativeNumber);

@@ -32,6 +32,10 @@ struct SynthOptions {
   std::string output_path;
   std::string type = "F16";  // weight matrices: F16 or F32 (norms are always F32)
   std::string vocab_path = "../shared/models/stories260K.gguf";  // tokenizer.* keys come from here
+  // Pads the copied vocabulary with reserved control tokens up to this size (e.g. 128256, Llama
+  // 3's), for the embedding and output shapes of a model whose tokenizer file is not at hand.
+  // 0 keeps the copied size.
+  uint64_t n_vocab = 0;
   uint64_t seed = 0;
   int threads = 0;  // 0: one per hardware thread; the file does not depend on it
 };

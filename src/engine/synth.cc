@@ -145,6 +145,30 @@ Result<DType> synth_type(const std::string& name) {
                     "unsupported weight type '" + name + "' for synth; use F16 or F32");
 }
 
+// Appends "<|reserved_special_token_i|>" control tokens (GGUF token type 3, score 0) to the
+// copied tokens, token types and scores until there are n_vocab.
+void pad_vocabulary(const gguf::File& vocab, uint64_t n_vocab, gguf::Writer& writer) {
+  const gguf::Array* tokens = vocab.get_array("tokenizer.ggml.tokens");
+  if (tokens->values.size() >= n_vocab) return;
+  constexpr int64_t kControlToken = 3;
+  gguf::Array padded_tokens = *tokens;
+  for (uint64_t i = 0; padded_tokens.values.size() < n_vocab; ++i) {
+    padded_tokens.values.push_back(
+        gguf::Value::string("<|reserved_special_token_" + std::to_string(i) + "|>"));
+  }
+  writer.set("tokenizer.ggml.tokens", gguf::Value{gguf::ValueType::kArray, padded_tokens});
+  if (const gguf::Array* types = vocab.get_array("tokenizer.ggml.token_type")) {
+    gguf::Array padded = *types;
+    padded.values.resize(n_vocab, gguf::Value::int32(kControlToken));
+    writer.set("tokenizer.ggml.token_type", gguf::Value{gguf::ValueType::kArray, padded});
+  }
+  if (const gguf::Array* scores = vocab.get_array("tokenizer.ggml.scores")) {
+    gguf::Array padded = *scores;
+    padded.values.resize(n_vocab, gguf::Value::float32(0.0f));
+    writer.set("tokenizer.ggml.scores", gguf::Value{gguf::ValueType::kArray, padded});
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> synth_preset_names() {
@@ -170,7 +194,14 @@ Status synthesize_model(const SynthOptions& options, const WriteProgressCallback
                       "vocabulary file " + options.vocab_path +
                           " has no tokenizer.ggml.tokens; pass --vocab with a model's GGUF");
   }
-  const uint64_t n_vocab = tokens->values.size();
+  const uint64_t n_copied = tokens->values.size();
+  if (options.n_vocab != 0 && options.n_vocab < n_copied) {
+    return make_error(ErrorCode::kInvalidArgument, "--n-vocab " + std::to_string(options.n_vocab) +
+                                                       " is below the " + std::to_string(n_copied) +
+                                                       " tokens of " + options.vocab_path +
+                                                       "; pass 0 or a larger size");
+  }
+  const uint64_t n_vocab = std::max(options.n_vocab, n_copied);
   const Preset& p = *preset;
 
   gguf::Writer writer;
@@ -191,6 +222,7 @@ Status synthesize_model(const SynthOptions& options, const WriteProgressCallback
   for (const auto& [key, value] : (*vocab)->metadata()) {
     if (key.starts_with("tokenizer.")) writer.set(key, value);
   }
+  pad_vocabulary(**vocab, n_vocab, writer);
 
   const std::vector<SynthTensor> plan = tensor_plan(p, n_vocab, type);
   uint64_t bytes_total = 0;

@@ -185,6 +185,43 @@ TEST(SynthTest, WeightsFollowTheDocumentedScalesAndF16IsRoundedF32) {
   }
 }
 
+// --n-vocab pads the copied vocabulary with control tokens: the model has that many rows, the
+// copied tokens keep their ids and text, and the padding never comes out of the tokenizer.
+TEST(SynthTest, PaddedVocabularyKeepsTheCopiedTokensAndAddsControlTokens) {
+  TempFile out("padded.gguf");
+  SynthOptions o;
+  o.output_path = out.path();
+  o.n_vocab = 1000;
+  o.threads = 2;
+  ASSERT_TRUE(synthesize_model(o).ok());
+  std::unique_ptr<gguf::File> file = open_gguf(out.path());
+  std::unique_ptr<gguf::File> stories = open_gguf(kStories);
+  ASSERT_TRUE(file && stories);
+  const gguf::Array* tokens = file->get_array("tokenizer.ggml.tokens");
+  const gguf::Array* types = file->get_array("tokenizer.ggml.token_type");
+  const gguf::Array* scores = file->get_array("tokenizer.ggml.scores");
+  ASSERT_TRUE(tokens && types && scores);
+  ASSERT_EQ(tokens->values.size(), 1000u);
+  ASSERT_EQ(types->values.size(), 1000u);
+  ASSERT_EQ(scores->values.size(), 1000u);
+  const gguf::Array* original = stories->get_array("tokenizer.ggml.tokens");
+  for (size_t i = 0; i < original->values.size(); ++i) {
+    ASSERT_EQ(*tokens->values[i].as_string(), *original->values[i].as_string()) << i;
+  }
+  EXPECT_EQ(*tokens->values[512].as_string(), "<|reserved_special_token_0|>");
+  EXPECT_EQ(*tokens->values[999].as_string(), "<|reserved_special_token_487|>");
+  EXPECT_EQ(types->values[999].as_int(), 3);  // control
+  EXPECT_EQ(file->require_tensor("token_embd.weight").value()->rows(), 1000u);
+
+  std::unique_ptr<Engine> engine = load(out.path());
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(engine->model().n_vocab, 1000u);
+  EXPECT_EQ(engine->tokenize(kText, true, false), load(kStories)->tokenize(kText, true, false));
+
+  o.n_vocab = 100;  // below the copied 512
+  EXPECT_EQ(synthesize_model(o).error().code, ErrorCode::kInvalidArgument);
+}
+
 TEST(SynthTest, PresetNamesAreTheDocumentedOnes) {
   const std::vector<std::string> presets = synth_preset_names();
   EXPECT_EQ(presets, (std::vector<std::string>{"tiny", "llama-1b", "llama-3b", "llama-8b"}));
