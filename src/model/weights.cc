@@ -48,7 +48,7 @@ class Loader {
   }
 
  private:
-  static Status check_shape(const gguf::TensorInfo& t, std::vector<uint64_t> want) {
+  static Status check_shape(const gguf::TensorInfo& t, const std::vector<uint64_t>& want) {
     if (t.dims != want) {
       return make_error(ErrorCode::kInvalidFile, "tensor " + t.name + ": shape " +
                                                      shape_string(t.dims) + ", expected " +
