@@ -404,6 +404,42 @@ size_t rows_per_task(size_t rows, size_t cols, size_t n_tokens, size_t threads) 
   return std::max(balanced, min_rows);
 }
 
+// Activations rearranged for the kernel that reads them; empty (stride 0) where the kernel reads
+// the quantized rows as they are (the per-row kernels, and the interleaved Q4_0 / Q8_0 ones).
+struct PackedActivations {
+  AlignedBuffer<uint8_t> bytes;
+  size_t stride = 0;
+};
+
+PackedActivations pack_activations(DType type, bool interleaved_kernel, const uint8_t* act,
+                                   size_t act_stride, size_t cols, size_t n_tokens,
+                                   ThreadPool& pool) {
+  PackedActivations p;
+  if (interleaved_kernel) {
+    if (activation_format(type) != ActivationFormat::kQ8_K) return p;
+    p.stride = cols / kQK_K * sizeof(ActBlockQ8KTiled);
+  } else if (HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols)) {
+    // The tiled kernels beat the per-row ones on one token too (one row at a time; Q4_0 decode
+    // on llama-1b 1.12x in alternating runs), and running them for any token count keeps a row's
+    // result independent of how many tokens share the call.
+    p.stride = tiled_row_bytes(type, cols);
+  } else {
+    return p;
+  }
+  p.bytes = AlignedBuffer<uint8_t>(p.stride * n_tokens);
+  uint8_t* dst = p.bytes.data();
+  pool.parallel_for(n_tokens, [&](size_t t, size_t) {
+    if (interleaved_kernel) {
+      HWY_DYNAMIC_DISPATCH(PackInterleavedActivations)
+      (act + t * act_stride, cols, dst + t * p.stride);
+    } else {
+      HWY_DYNAMIC_DISPATCH(PackTiledActivations)
+      (type, act + t * act_stride, cols, dst + t * p.stride);
+    }
+  });
+  return p;
+}
+
 }  // namespace
 
 void quantize_activations(ActivationFormat format, const float* x, void* dst, size_t n) {
@@ -455,30 +491,8 @@ void matmul(DType type, WeightLayout layout, const void* w, size_t rows, size_t 
     act = quantized.data();
   }
   const bool interleaved_kernel = interleaved && HWY_DYNAMIC_DISPATCH(HasInterleavedKernel)(type);
-  // The tiled kernels beat the per-row ones on one token too (one row at a time; Q4_0 decode on
-  // llama-1b 1.12x in alternating runs), and running them for any token count keeps a row's result
-  // independent of how many tokens share the call.
-  AlignedBuffer<uint8_t> packed;
-  size_t packed_stride = 0;
-  if (interleaved_kernel) {
-    if (format == ActivationFormat::kQ8_K) {
-      packed_stride = cols / kQK_K * sizeof(ActBlockQ8KTiled);
-      packed = AlignedBuffer<uint8_t>(packed_stride * n_tokens);
-      uint8_t* dst = packed.data();
-      pool.parallel_for(n_tokens, [&](size_t t, size_t) {
-        HWY_DYNAMIC_DISPATCH(PackInterleavedActivations)
-        (act + t * act_stride, cols, dst + t * packed_stride);
-      });
-    }
-  } else if (HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols)) {
-    packed_stride = tiled_row_bytes(type, cols);
-    packed = AlignedBuffer<uint8_t>(packed_stride * n_tokens);
-    uint8_t* dst = packed.data();
-    pool.parallel_for(n_tokens, [&](size_t t, size_t) {
-      HWY_DYNAMIC_DISPATCH(PackTiledActivations)
-      (type, act + t * act_stride, cols, dst + t * packed_stride);
-    });
-  }
+  const PackedActivations packed =
+      pack_activations(type, interleaved_kernel, act, act_stride, cols, n_tokens, pool);
   const size_t w_stride = row_bytes(type, cols);
   size_t chunk = rows_per_task(rows, cols, n_tokens, pool.num_threads());
   if (interleaved) chunk = (chunk + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
@@ -489,13 +503,13 @@ void matmul(DType type, WeightLayout layout, const void* w, size_t rows, size_t 
     const size_t end = std::min(rows, begin + chunk);
     if (!interleaved) {
       HWY_DYNAMIC_DISPATCH(MatmulRows)
-      (type, weights, w_stride, begin, end, cols, act, act_stride, packed.data(), n_tokens, y,
+      (type, weights, w_stride, begin, end, cols, act, act_stride, packed.bytes.data(), n_tokens, y,
        rows);
     } else if (interleaved_kernel) {
-      const bool k_type = format == ActivationFormat::kQ8_K;
+      const bool is_packed = packed.stride != 0;
       HWY_DYNAMIC_DISPATCH(MatmulInterleaved)
-      (type, weights, w_stride, begin, end, cols, k_type ? packed.data() : act,
-       k_type ? packed_stride : act_stride, n_tokens, y, rows);
+      (type, weights, w_stride, begin, end, cols, is_packed ? packed.bytes.data() : act,
+       is_packed ? packed.stride : act_stride, n_tokens, y, rows);
     } else {
       // No interleaved kernel on this target: read the groups back into GGUF rows.
       std::vector<uint8_t> group_rows(kInterleaveRows * w_stride);
@@ -505,7 +519,7 @@ void matmul(DType type, WeightLayout layout, const void* w, size_t rows, size_t 
         }
         HWY_DYNAMIC_DISPATCH(MatmulRows)
         (type, group_rows.data(), w_stride, 0, kInterleaveRows, cols, act, act_stride,
-         packed.data(), n_tokens, y + g, rows);
+         packed.bytes.data(), n_tokens, y + g, rows);
       }
     }
   });
