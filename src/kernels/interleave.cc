@@ -133,10 +133,6 @@ void interleave_groups_in_place(DType type, uint8_t* data, size_t cols, size_t g
   }
 }
 
-void interleave_rows_in_place(DType type, uint8_t* data, size_t rows, size_t cols) {
-  interleave_groups_in_place(type, data, cols, 0, rows / kInterleaveRows);
-}
-
 void deinterleave_row(DType type, const uint8_t* group, size_t cols, size_t r, uint8_t* dst) {
   const GroupPlan& p = plan(type);
   const size_t blocks = cols / traits(type).block_size;

@@ -36,9 +36,8 @@ bool can_interleave(DType type, size_t rows, size_t cols);
 // Requires can_interleave. src and dst must not overlap.
 void interleave_rows(DType type, const uint8_t* src, size_t rows, size_t cols, uint8_t* dst);
 
-// Rearranges a matrix in place (through a scratch copy of one group at a time). Groups are
-// independent: callers may split [group_begin, group_end) over threads.
-void interleave_rows_in_place(DType type, uint8_t* data, size_t rows, size_t cols);
+// Rearranges groups [group_begin, group_end) of a matrix in place (through a scratch copy of
+// one group at a time). Groups are independent: callers may split them over threads.
 void interleave_groups_in_place(DType type, uint8_t* data, size_t cols, size_t group_begin,
                                 size_t group_end);
 

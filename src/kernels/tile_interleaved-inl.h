@@ -36,7 +36,7 @@ namespace strata::kernels::HWY_NAMESPACE {
 #pragma GCC target("avx512vnni")
 
 // Tokens per pass: each token's accumulators must stay in the 32 vector registers. Q4_0 and
-// Q8_0 keep three per token; Q4_K (low and high nibbles) and Q6_K (four sub-blocks) keep more.
+// Q8_0 keep two per token; Q4_K (low and high nibbles) and Q6_K (four sub-blocks) keep more.
 inline constexpr size_t kMaxGroupTokens = 8;
 inline constexpr size_t kMaxGroupTokensK = 4;
 
@@ -53,28 +53,6 @@ HWY_INLINE void PrefetchAhead(const uint8_t* p) {
 HWY_INLINE __m512i StreamLoad(const uint8_t* p) {
   PrefetchAhead(p);
   return _mm512_loadu_si512(p);
-}
-
-// Independent integer accumulators per token. With few tokens one chain of dependent vpdpbusd
-// (several cycles each) would bound a block by latency, and decode would fall short of memory
-// bandwidth; more chains let the instructions overlap.
-template <size_t kT>
-inline constexpr size_t kChains = kT == 1 ? 4 : (kT <= 3 ? 2 : 1);
-
-// Sets every chain of every token to zero.
-template <size_t kT>
-HWY_INLINE void ZeroChains(__m512i (&isum)[kChains<kT>][kT]) {
-  for (size_t c = 0; c < kChains<kT>; ++c) {
-    for (size_t t = 0; t < kT; ++t) isum[c][t] = _mm512_setzero_si512();
-  }
-}
-
-// isum[0][t] += the other chains' sums.
-template <size_t kT>
-HWY_INLINE void JoinChains(__m512i (&isum)[kChains<kT>][kT]) {
-  for (size_t c = 1; c < kChains<kT>; ++c) {
-    for (size_t t = 0; t < kT; ++t) isum[0][t] = _mm512_add_epi32(isum[0][t], isum[c][t]);
-  }
 }
 
 // Four activation bytes in every int32 lane.
@@ -108,11 +86,8 @@ HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* co
     const uint8_t* gb = w + b * kGroupBlock;
     PrefetchAhead(gb);
     const uint8_t* qs = gb + 2 * kInterleaveRows;
-    __m512i isum[kChains<kT>][kT];
-    ZeroChains<kT>(isum);
-    for (size_t t = 0; t < kT; ++t) {
-      isum[0][t] = _mm512_set1_epi32((kQ8 ? -128 : -8) * a[t][b].sum);
-    }
+    __m512i isum[kT];
+    for (size_t t = 0; t < kT; ++t) isum[t] = _mm512_set1_epi32((kQ8 ? -128 : -8) * a[t][b].sum);
     // Quants 4e ..+3 of the block: register e of Q8_0; the low (e < 4) or high nibbles of
     // register e % 4 of Q4_0.
     for (size_t e = 0; e < 8; ++e) {
@@ -123,16 +98,14 @@ HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* co
         const __m512i packed = e < 4 ? StreamLoad(qs + 64 * e) : Load512(qs + 64 * (e % 4));
         u = _mm512_and_si512(e < 4 ? packed : _mm512_srli_epi16(packed, 4), low4);
       }
-      __m512i(&chain)[kT] = isum[e % kChains<kT>];
       for (size_t t = 0; t < kT; ++t) {
-        chain[t] = _mm512_dpbusd_epi32(chain[t], u, Broadcast4(a[t][b].qs + 4 * e));
+        isum[t] = _mm512_dpbusd_epi32(isum[t], u, Broadcast4(a[t][b].qs + 4 * e));
       }
     }
-    JoinChains<kT>(isum);
     const __m512 dw = LoadHalf16(gb);
     for (size_t t = 0; t < kT; ++t) {
       const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a[t][b].d));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0][t]), scale, acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), scale, acc[t]);
     }
   }
   StoreRows<kT>(acc, y, y_stride);
@@ -181,29 +154,23 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
     // registers feeds both.
     for (int i = 0; i < 4; ++i) {
       const uint8_t* chunk = qs + 512 * i;
-      __m512i lo[kChains<kT>][kT], hi[kChains<kT>][kT];
-      ZeroChains<kT>(lo);
-      ZeroChains<kT>(hi);
+      __m512i lo[kT], hi[kT];
+      for (size_t t = 0; t < kT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
       for (size_t j = 0; j < 8; ++j) {
         const __m512i packed = StreamLoad(chunk + 64 * j);
         const __m512i u_lo = _mm512_and_si512(packed, low4);
         const __m512i u_hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
-        const int8_t* act = nullptr;
         for (size_t t = 0; t < kT; ++t) {
-          act = a[t][b].qs + 64 * i + 4 * j;
-          lo[j % kChains<kT>][t] =
-              _mm512_dpbusd_epi32(lo[j % kChains<kT>][t], u_lo, Broadcast4(act));
-          hi[j % kChains<kT>][t] =
-              _mm512_dpbusd_epi32(hi[j % kChains<kT>][t], u_hi, Broadcast4(act + 32));
+          const int8_t* act = a[t][b].qs + 64 * i + 4 * j;
+          lo[t] = _mm512_dpbusd_epi32(lo[t], u_lo, Broadcast4(act));
+          hi[t] = _mm512_dpbusd_epi32(hi[t], u_hi, Broadcast4(act + 32));
         }
       }
-      JoinChains<kT>(lo);
-      JoinChains<kT>(hi);
       const __m512i scale_lo = Q4KScaleMin(planes, 2 * i).scale;
       const __m512i scale_hi = Q4KScaleMin(planes, 2 * i + 1).scale;
       for (size_t t = 0; t < kT; ++t) {
-        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(lo[0][t], scale_lo));
-        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(hi[0][t], scale_hi));
+        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(lo[t], scale_lo));
+        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(hi[t], scale_hi));
       }
     }
     const __m512 d = LoadHalf16(gb), dmin = LoadHalf16(gb + 2 * kInterleaveRows);

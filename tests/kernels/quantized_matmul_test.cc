@@ -229,7 +229,7 @@ TEST(InterleaveTest, EveryRowReadsBackAndOnlyWholeGroupsInterleave) {
     interleave_rows(type, w.data(), rows, cols, inter.data());
     EXPECT_NE(inter, w) << dtype_name(type);
     std::vector<uint8_t> in_place = w;
-    interleave_rows_in_place(type, in_place.data(), rows, cols);
+    interleave_groups_in_place(type, in_place.data(), cols, 0, rows / kInterleaveRows);
     EXPECT_EQ(in_place, inter) << dtype_name(type);
     for (size_t r = 0; r < rows; ++r) {
       deinterleave_row(type, inter.data() + r / 16 * 16 * stride, cols, r % 16, back.data());
