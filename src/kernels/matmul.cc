@@ -404,40 +404,100 @@ size_t rows_per_task(size_t rows, size_t cols, size_t n_tokens, size_t threads) 
   return std::max(balanced, min_rows);
 }
 
-// Activations rearranged for the kernel that reads them; empty (stride 0) where the kernel reads
-// the quantized rows as they are (the per-row kernels, and the interleaved Q4_0 / Q8_0 ones).
-struct PackedActivations {
-  AlignedBuffer<uint8_t> bytes;
-  size_t stride = 0;
+// What a product's kernel reads besides the quantized rows: nothing (the per-row kernels and
+// the interleaved Q4_0 / Q8_0 ones), the rows packed for the interleaved K kernels (the same for
+// every K type), or packed for the type's register-tiled kernel.
+enum class Packing : uint8_t { kNone, kInterleavedK, kTiled };
+
+// X as one kind of kernel reads it: quantized rows (X itself for F32 weights) and, where the
+// kernel wants them, the same rows packed.
+struct KernelInput {
+  ActivationFormat format = ActivationFormat::kNone;
+  Packing packing = Packing::kNone;
+  DType tiled_type = DType::kF32;  // the type whose tiled layout `packed` has
+  AlignedBuffer<uint8_t> quantized, packed;
+  const uint8_t* rows = nullptr;
+  size_t row_stride = 0, packed_stride = 0;
 };
 
-PackedActivations pack_activations(DType type, bool interleaved_kernel, const uint8_t* act,
-                                   size_t act_stride, size_t cols, size_t n_tokens,
-                                   ThreadPool& pool) {
-  PackedActivations p;
-  if (interleaved_kernel) {
-    if (activation_format(type) != ActivationFormat::kQ8_K) return p;
-    p.stride = cols / kQK_K * sizeof(ActBlockQ8KTiled);
-  } else if (HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols)) {
-    // The tiled kernels beat the per-row ones on one token too (one row at a time; Q4_0 decode
-    // on llama-1b 1.12x in alternating runs), and running them for any token count keeps a row's
-    // result independent of how many tokens share the call.
-    p.stride = tiled_row_bytes(type, cols);
-  } else {
-    return p;
+// A product's kernel input: quantizes X into `format` and packs it, or finds an input an earlier
+// product of the same call already prepared.
+const KernelInput& input_for(std::vector<KernelInput>& inputs, ActivationFormat format,
+                             Packing packing, DType type, const float* x, size_t cols,
+                             size_t n_tokens, ThreadPool& pool) {
+  const DType tiled_type = packing == Packing::kTiled ? type : DType::kF32;
+  for (const KernelInput& in : inputs) {
+    if (in.format == format && in.packing == packing && in.tiled_type == tiled_type) return in;
   }
-  p.bytes = AlignedBuffer<uint8_t>(p.stride * n_tokens);
-  uint8_t* dst = p.bytes.data();
-  pool.parallel_for(n_tokens, [&](size_t t, size_t) {
-    if (interleaved_kernel) {
-      HWY_DYNAMIC_DISPATCH(PackInterleavedActivations)
-      (act + t * act_stride, cols, dst + t * p.stride);
-    } else {
-      HWY_DYNAMIC_DISPATCH(PackTiledActivations)
-      (type, act + t * act_stride, cols, dst + t * p.stride);
+  KernelInput in;
+  in.format = format;
+  in.packing = packing;
+  in.tiled_type = tiled_type;
+  // Rows of this format prepared for another packing are reused.
+  for (const KernelInput& other : inputs) {
+    if (other.format == format) {
+      in.rows = other.rows;
+      in.row_stride = other.row_stride;
+      break;
     }
-  });
-  return p;
+  }
+  if (in.rows == nullptr && format == ActivationFormat::kF32) {
+    in.rows = reinterpret_cast<const uint8_t*>(x);
+    in.row_stride = cols * sizeof(float);
+  } else if (in.rows == nullptr) {
+    in.row_stride = activation_row_bytes(format, cols);
+    in.quantized = AlignedBuffer<uint8_t>(in.row_stride * n_tokens);
+    uint8_t* dst = in.quantized.data();
+    pool.parallel_for(n_tokens, [&](size_t t, size_t) {
+      quantize_activations(format, x + t * cols, dst + t * in.row_stride, cols);
+    });
+    in.rows = in.quantized.data();
+  }
+  if (packing != Packing::kNone) {
+    in.packed_stride = packing == Packing::kInterleavedK ? cols / kQK_K * sizeof(ActBlockQ8KTiled)
+                                                         : tiled_row_bytes(type, cols);
+    in.packed = AlignedBuffer<uint8_t>(in.packed_stride * n_tokens);
+    uint8_t* dst = in.packed.data();
+    pool.parallel_for(n_tokens, [&](size_t t, size_t) {
+      const uint8_t* row = in.rows + t * in.row_stride;
+      if (packing == Packing::kInterleavedK) {
+        HWY_DYNAMIC_DISPATCH(PackInterleavedActivations)(row, cols, dst + t * in.packed_stride);
+      } else {
+        HWY_DYNAMIC_DISPATCH(PackTiledActivations)(type, row, cols, dst + t * in.packed_stride);
+      }
+    });
+  }
+  inputs.push_back(std::move(in));
+  return inputs.back();
+}
+
+// Rows [begin, end) of one product for every token.
+void run_rows(const MatmulProduct& p, bool interleaved_kernel, const KernelInput& in, size_t begin,
+              size_t end, size_t n_tokens) {
+  const size_t w_stride = row_bytes(p.type, p.cols);
+  const uint8_t* weights = static_cast<const uint8_t*>(p.w);
+  if (p.layout == WeightLayout::kRows) {
+    HWY_DYNAMIC_DISPATCH(MatmulRows)
+    (p.type, weights, w_stride, begin, end, p.cols, in.rows, in.row_stride, in.packed.data(),
+     n_tokens, p.y, p.rows);
+  } else if (interleaved_kernel) {
+    const bool is_packed = in.packing != Packing::kNone;
+    HWY_DYNAMIC_DISPATCH(MatmulInterleaved)
+    (p.type, weights, w_stride, begin, end, p.cols, is_packed ? in.packed.data() : in.rows,
+     is_packed ? in.packed_stride : in.row_stride, n_tokens, p.y, p.rows);
+  } else {
+    // No interleaved kernel on this target: read the groups back into GGUF rows.
+    std::vector<uint8_t> group_rows(kInterleaveRows * w_stride);
+    for (size_t g = begin; g < end; g += kInterleaveRows) {
+      for (size_t r = 0; r < kInterleaveRows; ++r) {
+        deinterleave_row(p.type, weights + g * w_stride, p.cols, r,
+                         group_rows.data() + r * w_stride);
+      }
+      HWY_DYNAMIC_DISPATCH(MatmulRows)
+      (p.type, group_rows.data(), w_stride, 0, kInterleaveRows, p.cols, in.rows, in.row_stride,
+       in.packed.data(), n_tokens, p.y + g, p.rows);
+    }
+  }
 }
 
 }  // namespace
@@ -469,59 +529,59 @@ WeightLayout preferred_layout(DType type, size_t rows, size_t cols) {
 
 void matmul(DType type, WeightLayout layout, const void* w, size_t rows, size_t cols,
             const float* x, size_t n_tokens, float* y, ThreadPool& pool) {
-  const ActivationFormat format = activation_format(type);
-  const bool interleaved = layout == WeightLayout::kInterleaved;
-  if (format == ActivationFormat::kNone || cols % traits(type).block_size != 0 ||
-      (interleaved && !can_interleave(type, rows, cols))) {
-    // Callers check supports_weight_type and the shape when loading a model; NaN makes a
-    // violation visible instead of silently wrong.
-    std::fill_n(y, rows * n_tokens, std::numeric_limits<float>::quiet_NaN());
-    return;
-  }
-  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
-  size_t act_stride = cols * sizeof(float);
-  AlignedBuffer<uint8_t> quantized;
-  if (format != ActivationFormat::kF32) {
-    act_stride = activation_row_bytes(format, cols);
-    quantized = AlignedBuffer<uint8_t>(act_stride * n_tokens);
-    uint8_t* dst = quantized.data();
-    pool.parallel_for(n_tokens, [&](size_t t, size_t) {
-      quantize_activations(format, x + t * cols, dst + t * act_stride, cols);
-    });
-    act = quantized.data();
-  }
-  const bool interleaved_kernel = interleaved && HWY_DYNAMIC_DISPATCH(HasInterleavedKernel)(type);
-  const PackedActivations packed =
-      pack_activations(type, interleaved_kernel, act, act_stride, cols, n_tokens, pool);
-  const size_t w_stride = row_bytes(type, cols);
-  size_t chunk = rows_per_task(rows, cols, n_tokens, pool.num_threads());
-  if (interleaved) chunk = (chunk + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
-  const size_t tasks = (rows + chunk - 1) / chunk;
-  const uint8_t* weights = static_cast<const uint8_t*>(w);
-  pool.parallel_for(tasks, [&](size_t task, size_t) {
-    const size_t begin = task * chunk;
-    const size_t end = std::min(rows, begin + chunk);
-    if (!interleaved) {
-      HWY_DYNAMIC_DISPATCH(MatmulRows)
-      (type, weights, w_stride, begin, end, cols, act, act_stride, packed.bytes.data(), n_tokens, y,
-       rows);
-    } else if (interleaved_kernel) {
-      const bool is_packed = packed.stride != 0;
-      HWY_DYNAMIC_DISPATCH(MatmulInterleaved)
-      (type, weights, w_stride, begin, end, cols, is_packed ? packed.bytes.data() : act,
-       is_packed ? packed.stride : act_stride, n_tokens, y, rows);
-    } else {
-      // No interleaved kernel on this target: read the groups back into GGUF rows.
-      std::vector<uint8_t> group_rows(kInterleaveRows * w_stride);
-      for (size_t g = begin; g < end; g += kInterleaveRows) {
-        for (size_t r = 0; r < kInterleaveRows; ++r) {
-          deinterleave_row(type, weights + g * w_stride, cols, r, group_rows.data() + r * w_stride);
-        }
-        HWY_DYNAMIC_DISPATCH(MatmulRows)
-        (type, group_rows.data(), w_stride, 0, kInterleaveRows, cols, act, act_stride,
-         packed.bytes.data(), n_tokens, y + g, rows);
-      }
+  const MatmulProduct product{type, layout, w, rows, cols, y};
+  matmul_shared_input({&product, 1}, x, n_tokens, pool);
+}
+
+void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, size_t n_tokens,
+                         ThreadPool& pool) {
+  // Each product's kernel and input, and its rows cut into tasks; the tasks of all the products
+  // are one parallel_for.
+  struct Plan {
+    const MatmulProduct* p;
+    bool interleaved_kernel;
+    const KernelInput* in;
+    size_t chunk, first_task;
+  };
+  std::vector<KernelInput> inputs;
+  inputs.reserve(products.size());  // Plan keeps pointers into it
+  std::vector<Plan> plans;
+  size_t tasks = 0;
+  for (const MatmulProduct& p : products) {
+    const ActivationFormat format = activation_format(p.type);
+    const bool interleaved = p.layout == WeightLayout::kInterleaved;
+    if (format == ActivationFormat::kNone || p.cols != products[0].cols ||
+        p.cols % traits(p.type).block_size != 0 ||
+        (interleaved && !can_interleave(p.type, p.rows, p.cols))) {
+      // Callers check supports_weight_type and the shape when loading a model; NaN makes a
+      // violation visible instead of silently wrong.
+      std::fill_n(p.y, p.rows * n_tokens, std::numeric_limits<float>::quiet_NaN());
+      continue;
     }
+    const bool interleaved_kernel =
+        interleaved && HWY_DYNAMIC_DISPATCH(HasInterleavedKernel)(p.type);
+    Packing packing = Packing::kNone;
+    if (interleaved_kernel) {
+      if (format == ActivationFormat::kQ8_K) packing = Packing::kInterleavedK;
+    } else if (HWY_DYNAMIC_DISPATCH(HasTiledKernel)(p.type, p.cols)) {
+      // The tiled kernels beat the per-row ones on one token too (one row at a time; Q4_0 decode
+      // on llama-1b 1.12x in alternating runs), and running them for any token count keeps a
+      // row's result independent of how many tokens share the call.
+      packing = Packing::kTiled;
+    }
+    const KernelInput& in = input_for(inputs, format, packing, p.type, x, p.cols, n_tokens, pool);
+    size_t chunk = rows_per_task(p.rows, p.cols, n_tokens, pool.num_threads());
+    if (interleaved) chunk = (chunk + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
+    plans.push_back({&p, interleaved_kernel, &in, chunk, tasks});
+    tasks += (p.rows + chunk - 1) / chunk;
+  }
+  pool.parallel_for(tasks, [&](size_t task, size_t) {
+    size_t i = plans.size() - 1;
+    while (plans[i].first_task > task) --i;
+    const Plan& plan = plans[i];
+    const size_t begin = (task - plan.first_task) * plan.chunk;
+    const size_t end = std::min(plan.p->rows, begin + plan.chunk);
+    run_rows(*plan.p, plan.interleaved_kernel, *plan.in, begin, end, n_tokens);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "base/dtype.h"
 #include "platform/thread_pool.h"
@@ -46,6 +47,24 @@ WeightLayout preferred_layout(DType type, size_t rows, size_t cols);
 // token) whatever the number of tokens or threads.
 void matmul(DType type, WeightLayout layout, const void* w, size_t rows, size_t cols,
             const float* x, size_t n_tokens, float* y, ThreadPool& pool);
+
+// One weight matrix (either layout) of a product that shares its input with others, and where
+// its result goes: y is [n_tokens][rows].
+struct MatmulProduct {
+  DType type = DType::kF32;
+  WeightLayout layout = WeightLayout::kRows;
+  const void* w = nullptr;
+  size_t rows = 0;
+  size_t cols = 0;
+  float* y = nullptr;
+};
+
+// Y_i = W_i X for every product i, all of one input X [n_tokens][cols] (every product has that
+// cols): attention's q, k, v or the feed-forward's gate and up. X is quantized once per
+// activation format, and the rows of all the matrices are one job of the thread pool, so the
+// threads meet once instead of once per matrix. Each product's Y is exactly what matmul gives.
+void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, size_t n_tokens,
+                         ThreadPool& pool);
 
 // dst[0..n) = the first n elements of a row stored as `type` (n a multiple of the block size).
 void dequantize_row(DType type, const void* src, float* dst, size_t n);

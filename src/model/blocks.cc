@@ -13,6 +13,16 @@ void linear(const Matrix& w, const float* x, size_t n_tokens, float* out, Thread
   kernels::matmul(w.type, w.layout, w.data, w.rows, w.cols, x, n_tokens, out, pool);
 }
 
+void linear_shared_input(std::initializer_list<LinearOutput> outputs, const float* x,
+                         size_t n_tokens, ThreadPool& pool) {
+  std::vector<kernels::MatmulProduct> products;
+  products.reserve(outputs.size());
+  for (const LinearOutput& o : outputs) {
+    products.push_back({o.w.type, o.w.layout, o.w.data, o.w.rows, o.w.cols, o.out});
+  }
+  kernels::matmul_shared_input(products, x, n_tokens, pool);
+}
+
 void embed_tokens(const Matrix& token_embd, const Batch& batch, float* x) {
   for (size_t t = 0; t < batch.size(); ++t) {
     kernels::dequantize_matrix_row(token_embd.type, token_embd.layout, token_embd.data,

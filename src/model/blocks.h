@@ -2,6 +2,7 @@
 // T rows at once; shapes are given as [rows][columns].
 #pragma once
 
+#include <initializer_list>
 #include <span>
 
 #include "kv/kv_cache.h"
@@ -14,6 +15,15 @@ namespace strata::model {
 
 // out[t] = W x[t]: [T][w.rows] from [T][w.cols]
 void linear(const Matrix& w, const float* x, size_t n_tokens, float* out, ThreadPool& pool);
+
+// out_i[t] = W_i x[t] for matrices that read the same x (attention's q, k, v; the feed-forward's
+// gate and up): one parallel pass over all their rows (kernels::matmul_shared_input).
+struct LinearOutput {
+  const Matrix& w;
+  float* out;  // [T][w.rows]
+};
+void linear_shared_input(std::initializer_list<LinearOutput> outputs, const float* x,
+                         size_t n_tokens, ThreadPool& pool);
 
 // x[t] = token_embd[batch[t].token]: [T][n_embd]
 void embed_tokens(const Matrix& token_embd, const Batch& batch, float* x);

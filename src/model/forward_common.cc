@@ -12,8 +12,9 @@ void feed_forward(const ForwardContext& ctx, const LayerWeights& lw, size_t n_ro
   Activations& a = ctx.a;
   if (T == 0) return;
   rms_norm_rows(a.x.data(), lw.ffn_norm, T, c.n_embd, c.rms_eps, a.xb.data());
-  linear(lw.w_gate, a.xb.data(), T, a.hb.data(), ctx.pool);  // hb: [T][n_ff]
-  linear(lw.w_up, a.xb.data(), T, a.hb2.data(), ctx.pool);   // hb2: [T][n_ff]
+  linear_shared_input({{lw.w_gate, a.hb.data()},  // hb: [T][n_ff]
+                       {lw.w_up, a.hb2.data()}},  // hb2: [T][n_ff]
+                      a.xb.data(), T, ctx.pool);
   swiglu_rows(a.hb.data(), a.hb2.data(), T, c.n_ff);
   linear(lw.w_down, a.hb.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
   residual_add(a.x.data(), a.out.data(), T, c.n_embd);

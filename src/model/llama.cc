@@ -15,9 +15,10 @@ void forward_llama(const ForwardContext& ctx) {
     const LayerWeights& lw = ctx.w.layers[l];
     // Attention: x += W_o · attention(RoPE(W_q · norm(x)), RoPE(W_k · norm(x)), W_v · norm(x))
     rms_norm_rows(a.x.data(), lw.attn_norm, T, c.n_embd, c.rms_eps, a.xb.data());
-    linear(lw.wq, a.xb.data(), T, a.q.data(), ctx.pool);  // q: [T][n_heads * head_dim]
-    linear(lw.wk, a.xb.data(), T, a.k.data(), ctx.pool);  // k: [T][n_kv_heads * head_dim]
-    linear(lw.wv, a.xb.data(), T, a.v.data(), ctx.pool);  // v: [T][n_kv_heads * head_dim]
+    linear_shared_input({{lw.wq, a.q.data()},   // q: [T][n_heads * head_dim]
+                         {lw.wk, a.k.data()},   // k: [T][n_kv_heads * head_dim]
+                         {lw.wv, a.v.data()}},  // v: [T][n_kv_heads * head_dim]
+                        a.xb.data(), T, ctx.pool);
     apply_rope(c, ctx.w.rope_freqs, ctx.batch, a.q.data(), a.k.data());
     attention(c, l, ctx.batch, a.q.data(), a.k.data(), a.v.data(), ctx.cache, a.att.data(),
               ctx.pool);                                     // att: [T][n_heads * head_dim]

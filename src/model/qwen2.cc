@@ -16,9 +16,10 @@ void forward_qwen2(const ForwardContext& ctx) {
     // Attention: x += W_o · attention(RoPE(W_q · norm(x) + b_q), RoPE(W_k · norm(x) + b_k), W_v ·
     // norm(x) + b_v)
     rms_norm_rows(a.x.data(), lw.attn_norm, T, c.n_embd, c.rms_eps, a.xb.data());
-    linear(lw.wq, a.xb.data(), T, a.q.data(), ctx.pool);  // q: [T][n_heads * head_dim]
-    linear(lw.wk, a.xb.data(), T, a.k.data(), ctx.pool);  // k: [T][n_kv_heads * head_dim]
-    linear(lw.wv, a.xb.data(), T, a.v.data(), ctx.pool);  // v: [T][n_kv_heads * head_dim]
+    linear_shared_input({{lw.wq, a.q.data()},   // q: [T][n_heads * head_dim]
+                         {lw.wk, a.k.data()},   // k: [T][n_kv_heads * head_dim]
+                         {lw.wv, a.v.data()}},  // v: [T][n_kv_heads * head_dim]
+                        a.xb.data(), T, ctx.pool);
     add_bias_rows(a.q.data(), lw.bq, T);
     add_bias_rows(a.k.data(), lw.bk, T);
     add_bias_rows(a.v.data(), lw.bv, T);

@@ -16,9 +16,10 @@ void forward_qwen3(const ForwardContext& ctx) {
     // Attention: x += W_o · attention(RoPE(norm_q(W_q · norm(x))), RoPE(norm_k(W_k · norm(x))), W_v
     // · norm(x))
     rms_norm_rows(a.x.data(), lw.attn_norm, T, c.n_embd, c.rms_eps, a.xb.data());
-    linear(lw.wq, a.xb.data(), T, a.q.data(), ctx.pool);  // q: [T][n_heads * head_dim]
-    linear(lw.wk, a.xb.data(), T, a.k.data(), ctx.pool);  // k: [T][n_kv_heads * head_dim]
-    linear(lw.wv, a.xb.data(), T, a.v.data(), ctx.pool);  // v: [T][n_kv_heads * head_dim]
+    linear_shared_input({{lw.wq, a.q.data()},   // q: [T][n_heads * head_dim]
+                         {lw.wk, a.k.data()},   // k: [T][n_kv_heads * head_dim]
+                         {lw.wv, a.v.data()}},  // v: [T][n_kv_heads * head_dim]
+                        a.xb.data(), T, ctx.pool);
     rms_norm_heads(a.q.data(), lw.q_norm, T, c.n_heads, c.head_dim, c.rms_eps);
     rms_norm_heads(a.k.data(), lw.k_norm, T, c.n_kv_heads, c.head_dim, c.rms_eps);
     apply_rope(c, ctx.w.rope_freqs, ctx.batch, a.q.data(), a.k.data());

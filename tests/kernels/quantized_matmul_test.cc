@@ -300,6 +300,74 @@ INSTANTIATE_TEST_SUITE_P(Types, InterleavedMatmulTest,
                          ::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+// Products of one input (q/k/v, gate/up) in one call: each is exactly its own matmul, whatever the
+// mix of types, layouts and row counts around it, on every target; a product whose shape
+// breaks the contract gets NaN without disturbing the others.
+TEST(SharedInputMatmulTest, EachProductEqualsItsOwnMatmul) {
+  const size_t cols = 768;
+  struct Case {
+    DType type;
+    WeightLayout layout;
+    size_t rows;
+  };
+  const Case cases[] = {{DType::kQ4_K, WeightLayout::kInterleaved, 48},
+                        {DType::kQ6_K, WeightLayout::kRows, 20},
+                        {DType::kQ6_K, WeightLayout::kInterleaved, 32},
+                        {DType::kQ8_0, WeightLayout::kInterleaved, 16},
+                        {DType::kQ4_0, WeightLayout::kRows, 36},
+                        {DType::kQ5_K, WeightLayout::kRows, 8},
+                        {DType::kF32, WeightLayout::kRows, 12}};
+  std::vector<std::vector<uint8_t>> weights;
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    std::vector<uint8_t> w;
+    if (c.type == DType::kF32) {
+      const std::vector<float> f = random_activations(c.rows * cols, seed++);
+      w.resize(f.size() * sizeof(float));
+      std::memcpy(w.data(), f.data(), w.size());
+    } else {
+      w = random_rows(c.type, c.rows, cols, seed++);
+    }
+    if (c.layout == WeightLayout::kInterleaved) {
+      std::vector<uint8_t> inter(w.size());
+      interleave_rows(c.type, w.data(), c.rows, cols, inter.data());
+      w = std::move(inter);
+    }
+    weights.push_back(std::move(w));
+  }
+  const size_t max_tokens = 12;
+  const std::vector<float> x = random_activations(cols * max_tokens, 50);
+  ThreadPool pool1(1), pool2(2);
+  for_each_simd_target([&] {
+    for (size_t n_tokens : {1, 5, 12}) {
+      for (ThreadPool* pool : {&pool1, &pool2}) {
+        std::vector<std::vector<float>> shared, own;
+        std::vector<MatmulProduct> products;
+        for (size_t i = 0; i < std::size(cases); ++i) {
+          shared.emplace_back(cases[i].rows * n_tokens);
+          own.emplace_back(cases[i].rows * n_tokens);
+        }
+        for (size_t i = 0; i < std::size(cases); ++i) {
+          const Case& c = cases[i];
+          products.push_back({c.type, c.layout, weights[i].data(), c.rows, cols, shared[i].data()});
+          matmul(c.type, c.layout, weights[i].data(), c.rows, cols, x.data(), n_tokens,
+                 own[i].data(), *pool);
+        }
+        std::vector<float> wrong_cols(4 * n_tokens);
+        products.push_back(
+            {DType::kQ8_0, WeightLayout::kRows, weights[3].data(), 4, cols / 2, wrong_cols.data()});
+        matmul_shared_input(products, x.data(), n_tokens, *pool);
+        for (size_t i = 0; i < std::size(cases); ++i) {
+          ASSERT_EQ(shared[i], own[i])
+              << dtype_name(cases[i].type) << " product " << i << ", " << n_tokens << " tokens, "
+              << pool->num_threads() << " threads";
+        }
+        for (float v : wrong_cols) ASSERT_TRUE(std::isnan(v));
+      }
+    }
+  });
+}
+
 // The dispatched SIMD quantizer is the one matvec uses; it must produce the very bytes the scalar
 // reference (which the twin tests are built on) produces, ties and clamps included.
 TEST(QuantizeActivationsTest, SimdMatchesScalarBitForBit) {
