@@ -1,9 +1,11 @@
-// The two outputs of `strata bench`: a table shaped like llama-bench's (one row per test, "t/s"
-// as mean ± standard deviation over repetitions) and one JSON object for other tools.
+// The outputs of `strata bench` (a table shaped like llama-bench's, one row per test, "t/s" as
+// mean ± standard deviation over repetitions) and `strata eval`, each also as one JSON object for
+// other tools.
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "bench/bench.h"
+#include "bench/eval.h"
 
 namespace strata::bench {
 namespace {
@@ -99,6 +101,54 @@ std::string format_json(const BenchReport& r) {
                     {"itl_p99_ms", c.itl_p99_ms}});
   }
   j["concurrency"] = rows;
+  return j.dump(2);
+}
+
+std::string format_eval_table(const EvalReport& r) {
+  std::ostringstream out;
+  out << printf_string("model: %s (%s), %zu sequences, %zu scored positions, %.1f tokens/s\n",
+                       r.model_path.c_str(), r.model.architecture.c_str(), r.sequences, r.positions,
+                       r.tokens_per_s)
+      << printf_string("perplexity: %.4f ± %.4f", r.perplexity.value, r.perplexity.std_error);
+  if (r.has_reference) {
+    out << printf_string(" (reference %s: %.4f ± %.4f)", r.reference_path.c_str(),
+                         r.reference_perplexity.value, r.reference_perplexity.std_error);
+  }
+  out << "\n";
+  if (r.has_reference) {
+    const Fidelity& f = r.fidelity;
+    out << printf_string(
+               "same top-1 token as the reference: %.2f%% (%zu of %zu; 95%% interval "
+               "%.2f-%.2f%%)\n",
+               100.0 * f.top1_same / r.positions, f.top1_same, r.positions, 100 * f.top1_ci_low,
+               100 * f.top1_ci_high)
+        << printf_string("KL divergence from the reference: mean %.6f, p99 %.6f, max %.6f nats\n",
+                         f.kld_mean, f.kld_p99, f.kld_max)
+        << printf_string("mean |logit - reference logit|: %.5f\n", f.mean_abs_logit_diff);
+  }
+  return out.str();
+}
+
+std::string format_eval_json(const EvalReport& r) {
+  nlohmann::ordered_json j;
+  j["model"] = r.model_path;
+  j["sequences"] = r.sequences;
+  j["positions"] = r.positions;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["perplexity"] = r.perplexity.value;
+  j["perplexity_std_error"] = r.perplexity.std_error;
+  if (r.has_reference) {
+    const Fidelity& f = r.fidelity;
+    j["reference"] = r.reference_path;
+    j["reference_perplexity"] = r.reference_perplexity.value;
+    j["reference_perplexity_std_error"] = r.reference_perplexity.std_error;
+    j["top1_agreement"] = r.positions ? static_cast<double>(f.top1_same) / r.positions : 0.0;
+    j["top1_agreement_ci95"] = {f.top1_ci_low, f.top1_ci_high};
+    j["kld_mean"] = f.kld_mean;
+    j["kld_p99"] = f.kld_p99;
+    j["kld_max"] = f.kld_max;
+    j["mean_abs_logit_diff"] = f.mean_abs_logit_diff;
+  }
   return j.dump(2);
 }
 
