@@ -59,19 +59,23 @@ Result<std::vector<std::vector<TokenId>>> read_token_lines(const std::string& pa
   return sequences;
 }
 
-// The sequences to evaluate and the first scored position of each: a text chunk's first half is
-// context only (as llama-perplexity scores), a token sequence is scored from its first position.
+// The sequences to evaluate and their scored positions [first_scored, size - last_unscored): a
+// text chunk's first half is context only and its last position predicts nothing in the chunk
+// (llama-perplexity's choice); a token sequence is scored everywhere.
 struct EvalInput {
   std::vector<std::vector<TokenId>> sequences;
-  size_t first_scored = 0;
+  size_t first_scored = 0, last_unscored = 0;
 };
 
 // Token sequences come ready; a text is tokenized by the loaded model and cut into chunks.
 Result<EvalInput> text_input(const EvalOptions& o, const Engine& engine) {
   EvalInput input;
   STRATA_ASSIGN_OR_RETURN(const std::string text, read_file(o.text_path));
-  const std::vector<TokenId> tokens = engine.tokenize(text, false, false);
-  const std::vector<TokenId> bos = engine.tokenize("", true, false);
+  const std::vector<TokenId> tokens = engine.tokenize(text, true, false);
+  // BOS, where the model's tokenizer adds one.
+  const std::vector<TokenId> prefix = engine.tokenize("", true, false);
+  std::optional<TokenId> bos;
+  if (!prefix.empty()) bos = prefix[0];
   const size_t chunk = static_cast<size_t>(o.chunk_tokens);
   input.sequences = chunk_text(tokens, bos, chunk, static_cast<size_t>(o.max_chunks));
   if (input.sequences.empty()) {
@@ -81,6 +85,7 @@ Result<EvalInput> text_input(const EvalOptions& o, const Engine& engine) {
                           ": give a longer text or a smaller --chunk");
   }
   input.first_scored = chunk / 2;
+  input.last_unscored = 1;
   return input;
 }
 
@@ -145,16 +150,16 @@ Interval wilson_interval(size_t successes, size_t n) {
   return {std::max(0.0, center - half), std::min(1.0, center + half)};
 }
 
-std::vector<std::vector<TokenId>> chunk_text(std::span<const TokenId> text_tokens,
-                                             std::span<const TokenId> prefix, size_t chunk_tokens,
+std::vector<std::vector<TokenId>> chunk_text(std::span<const TokenId> tokens,
+                                             std::optional<TokenId> bos, size_t chunk_tokens,
                                              size_t max_chunks) {
   std::vector<std::vector<TokenId>> chunks;
-  if (chunk_tokens <= prefix.size() + 1) return chunks;
-  const size_t body = chunk_tokens - prefix.size();
-  for (size_t start = 0; start + body <= text_tokens.size(); start += body) {
+  if (chunk_tokens == 0) return chunks;
+  for (size_t start = 0; start + chunk_tokens <= tokens.size(); start += chunk_tokens) {
     if (max_chunks != 0 && chunks.size() == max_chunks) break;
-    std::vector<TokenId>& c = chunks.emplace_back(prefix.begin(), prefix.end());
-    c.insert(c.end(), text_tokens.begin() + start, text_tokens.begin() + start + body);
+    std::vector<TokenId>& c =
+        chunks.emplace_back(tokens.begin() + start, tokens.begin() + start + chunk_tokens);
+    if (bos) c[0] = *bos;
   }
   return chunks;
 }
@@ -217,7 +222,8 @@ Result<EvalReport> run_eval(const EvalOptions& o) {
     if (reference) {
       STRATA_ASSIGN_OR_RETURN(reference_logits, reference->evaluate(tokens, true));
     }
-    for (size_t pos = std::min(input.first_scored, tokens.size()); pos < tokens.size(); ++pos) {
+    const size_t end = tokens.size() - input.last_unscored;
+    for (size_t pos = input.first_scored; pos < end; ++pos) {
       const std::span<const float> q(logits.data() + pos * n_vocab, n_vocab);
       ++r.positions;
       if (pos + 1 < tokens.size()) nll.push_back(negative_log_likelihood(q, tokens[pos + 1]));

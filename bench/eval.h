@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ struct EvalOptions {
   EngineOptions engine;        // the model under test; its context is set from the chunks
   std::string reference_path;  // optional: the model to compare with (loaded alongside)
   // The input, one of:
-  std::string text_path;    // a text, tokenized and cut into chunks of chunk_tokens (BOS first)
+  std::string text_path;    // a text, cut into chunks of chunk_tokens (see chunk_text)
   std::string tokens_path;  // token sequences, one per line as space-separated ids
   int chunk_tokens = 512;   // tokens per chunk of a text, BOS included
   int max_chunks = 0;       // 0: every whole chunk of the text
@@ -74,11 +75,11 @@ struct Interval {
 };
 Interval wilson_interval(size_t successes, size_t n);
 
-// Cuts `text_tokens` (the text without BOS) into sequences of chunk_tokens: prefix (BOS, if the
-// model has one) plus the next chunk_tokens - prefix.size() text tokens; only whole chunks, at
-// most max_chunks (0: all).
-std::vector<std::vector<TokenId>> chunk_text(std::span<const TokenId> text_tokens,
-                                             std::span<const TokenId> prefix, size_t chunk_tokens,
+// Cuts a tokenized text (BOS first where the model has one) into floor(n / chunk_tokens) chunks
+// of chunk_tokens, each starting with `bos` in place of its first token, as llama-perplexity
+// does; at most max_chunks (0: all).
+std::vector<std::vector<TokenId>> chunk_text(std::span<const TokenId> tokens,
+                                             std::optional<TokenId> bos, size_t chunk_tokens,
                                              size_t max_chunks);
 
 }  // namespace strata::bench

@@ -50,16 +50,35 @@ TEST(EvalStatsTest, WilsonIntervalMatchesTextbookValues) {
   EXPECT_EQ(wilson_interval(0, 0).high, 1.0);
 }
 
-TEST(EvalStatsTest, TextIsCutIntoWholeChunksBehindThePrefix) {
-  const std::vector<TokenId> text = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
-  const std::vector<TokenId> bos = {1};
-  const std::vector<std::vector<TokenId>> chunks = chunk_text(text, bos, 4, 0);
-  ASSERT_EQ(chunks.size(), 3u);  // 3 text tokens each; the tenth is left over
-  EXPECT_EQ(chunks[0], (std::vector<TokenId>{1, 10, 11, 12}));
-  EXPECT_EQ(chunks[2], (std::vector<TokenId>{1, 16, 17, 18}));
-  EXPECT_EQ(chunk_text(text, bos, 4, 2).size(), 2u);
-  EXPECT_EQ(chunk_text(text, {}, 5, 0).size(), 2u);
-  EXPECT_TRUE(chunk_text(text, bos, 2, 0).empty());
+TEST(EvalStatsTest, TextIsCutIntoWholeChunksThatStartWithBos) {
+  const std::vector<TokenId> text = {1, 10, 11, 12, 13, 14, 15, 16, 17, 18};
+  const std::vector<std::vector<TokenId>> chunks = chunk_text(text, 1, 3, 0);
+  ASSERT_EQ(chunks.size(), 3u);  // the tenth token is left over
+  EXPECT_EQ(chunks[0], (std::vector<TokenId>{1, 10, 11}));
+  EXPECT_EQ(chunks[1], (std::vector<TokenId>{1, 13, 14}));  // 12 gives way to BOS
+  EXPECT_EQ(chunks[2], (std::vector<TokenId>{1, 16, 17}));
+  EXPECT_EQ(chunk_text(text, 1, 3, 2).size(), 2u);
+  EXPECT_EQ(chunk_text(text, std::nullopt, 5, 0)[1], (std::vector<TokenId>{14, 15, 16, 17, 18}));
+  EXPECT_TRUE(chunk_text(text, 1, 11, 0).empty());
+}
+
+// llama-perplexity's own figure for stories260K on story.txt with 128-token chunks (in
+// ../shared/models/reference/perplexity): the same chunks, scored positions and mean.
+TEST(EvalTest, PerplexityOfATextMatchesLlamaPerplexity) {
+  std::ifstream in("../shared/models/reference/perplexity/ppl_ctx128.json");
+  const nlohmann::json want = nlohmann::json::parse(in);
+  EvalOptions o;
+  o.engine.model_path = kStories;
+  o.engine.threads = 2;
+  o.text_path = "../shared/models/reference/perplexity/story.txt";
+  o.chunk_tokens = want["n_ctx"];
+  Result<EvalReport> r = run_eval(o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->sequences, want["n_chunks"].get<size_t>());
+  EXPECT_EQ(r->positions, want["scored_tokens_total"].get<size_t>());
+  // The reference prints 4 and 5 decimals.
+  EXPECT_NEAR(r->perplexity.value, want["final_ppl"].get<double>(), 1e-4);
+  EXPECT_NEAR(r->perplexity.std_error, want["final_ppl_uncertainty"].get<double>(), 1e-5);
 }
 
 // The reference cases as a token file: prompt (with BOS) and the 64 generated tokens per line.
@@ -147,7 +166,7 @@ TEST(EvalTest, ATextIsScoredOnTheSecondHalfOfEachChunk) {
   Result<EvalReport> r = run_eval(o);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->sequences, 3u);
-  EXPECT_EQ(r->positions, 3u * 32);
+  EXPECT_EQ(r->positions, 3u * 31);  // positions 32..62 of each 64-token chunk
   EXPECT_FALSE(r->has_reference);
   EXPECT_GT(r->perplexity.value, 1.0);
   EXPECT_EQ(format_eval_table(*r).find("top-1"), std::string::npos);
