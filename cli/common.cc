@@ -28,6 +28,16 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
          "--kv-type", [&options](const std::string& type) { options.kv_f16 = type == "f16"; },
          "KV cache precision: f16 (default) or f32")
       ->check(CLI::IsMember({"f16", "f32"}));
+  // Applied while the flags are parsed, so before any engine exists.
+  sub.add_option_function<std::string>(
+      "--simd",
+      [](const std::string& target) {
+        if (Status s = limit_simd_targets(target); !s.ok()) {
+          throw CLI::ValidationError("--simd", s.error().message);
+        }
+      },
+      "use no SIMD target better than this one (e.g. AVX2 on an AVX-512 CPU; the list is in "
+      "`strata bench`'s header)");
 }
 
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code) {

@@ -10,10 +10,11 @@
 #   scripts/compare-llamacpp.sh LLAMA_BENCH MODEL.gguf [-p 512] [-n 128] [-t THREADS] [-r ROUNDS]
 #
 # It never downloads or builds anything: LLAMA_BENCH is the path of a llama-bench you built.
-# STRATA (default build/strata) selects the strata binary. Needs python3 for the JSON.
+# STRATA (default build/strata) selects the strata binary; STRATA_ARGS adds flags to its bench
+# (e.g. "--simd AVX2" against a llama.cpp built for AVX2 only). Needs python3 for the JSON.
 set -euo pipefail
 
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 2 ]] || usage
 LLAMA_BENCH=$1 MODEL=$2
 shift 2
@@ -38,7 +39,8 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 for ((round = 1; round <= ROUNDS; round++)); do
   echo "round $round/$ROUNDS" >&2
-  "$STRATA" bench -m "$MODEL" -p "$PP" -n "$TG" -t "$THREADS" -r 1 --json \
+  # shellcheck disable=SC2086  # STRATA_ARGS is a list of flags
+  "$STRATA" bench -m "$MODEL" -p "$PP" -n "$TG" -t "$THREADS" -r 1 --json ${STRATA_ARGS:-} \
     > "$OUT/strata.$round.json"
   "$LLAMA_BENCH" -m "$MODEL" -p "$PP" -n "$TG" -t "$THREADS" -r 1 -o json \
     > "$OUT/llama.$round.json" 2> "$OUT/llama.$round.log"

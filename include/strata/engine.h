@@ -185,6 +185,12 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+// Caps the SIMD targets the kernels dispatch to at `target` (a name ModelSummary::simd_targets
+// lists, e.g. "AVX2" on an AVX-512 machine): to measure what a narrower CPU gets, or to avoid a
+// target that throttles. Process-wide; call it before creating engines, since each chooses its
+// weight layout for the target at hand.
+Status limit_simd_targets(const std::string& target);
+
 // `strata info`: the file's metadata and tensor table, as text or JSON, without loading weights.
 Result<std::string> describe_model_file(const std::string& path, bool json);
 

@@ -248,6 +248,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
 
 const ModelSummary& Engine::model() const { return impl_->summary; }
 
+Status limit_simd_targets(const std::string& target) {
+  if (!disable_simd_targets_above(target)) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "no SIMD target '" + target + "' on this CPU; it offers " + simd_targets_description());
+  }
+  return ok_status();
+}
+
 std::vector<TokenId> Engine::tokenize(std::string_view text, bool add_special,
                                       bool parse_special) const {
   return impl_->tokenizer->encode(text, add_special, parse_special);

@@ -15,6 +15,16 @@ std::string simd_targets_description() {
   return out;
 }
 
+bool disable_simd_targets_above(std::string_view best) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (best != hwy::TargetName(target)) continue;
+    // Highway gives better targets lower bits: everything below `target` is better.
+    hwy::DisableTargets(target - 1);
+    return true;
+  }
+  return false;
+}
+
 unsigned hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
