@@ -1,9 +1,9 @@
 // The interleaved weight layout: a weight matrix rearranged at load so that one SIMD register
 // holds the same four elements of 16 consecutive rows. An integer dot-product instruction
-// (AVX-512 VNNI vpdpbusd) then multiplies 16 rows by one broadcast activation group at once and
-// leaves one int32 sum per row in each lane: no horizontal reductions, and a block's scales apply
-// to 16 rows in one vector operation. The layout keeps the GGUF byte size, so a resident model
-// is rearranged in place.
+// (AVX-512 VNNI vpdpbusd; on AVX2 vpmaddubsw + vpmaddwd over two 256-bit halves) then multiplies
+// 16 rows by one broadcast activation group at once and leaves one int32 sum per row in each lane:
+// no horizontal reductions, and a block's scales apply to 16 rows in one vector operation. The
+// layout keeps the GGUF byte size, so a resident model is rearranged in place.
 //
 // Rows are taken in groups of kInterleaveRows; group g starts at byte g * 16 * row_bytes and holds
 // the group's blocks in column order, each "group block" being 16 GGUF blocks rearranged as

@@ -270,6 +270,8 @@ bool HasInterleavedKernel(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL
   return type == DType::kQ4_0 || type == DType::kQ8_0 || type == DType::kQ4_K ||
          type == DType::kQ6_K;
+#elif HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  return type == DType::kQ4_0 || type == DType::kQ8_0;
 #else
   (void)type;
   return false;
@@ -288,7 +290,7 @@ void PackInterleavedActivations(const uint8_t* act, size_t cols, uint8_t* dst) {
 #endif
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 template <class F, size_t... kTs>
 HWY_INLINE void CallWithTokenCount(size_t n, const F& f, std::index_sequence<kTs...>) {
   (void)((n == kTs + 1 ? (f.template operator()<kTs + 1>(), true) : false) || ...);
@@ -315,14 +317,14 @@ HWY_INLINE void ForEachGroupTile(const uint8_t* w, size_t w_stride, size_t row_b
     }
   }
 }
-#endif  // HWY_AVX3_DL
+#endif  // HWY_AVX3_DL || HWY_AVX3 || HWY_AVX2
 
 // Rows [row_begin, row_end) (whole groups) of an interleaved matrix for every token. `act` is
 // the ActBlockQ8 rows (Q4_0, Q8_0) or the PackInterleavedActivations rows (K types).
 void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row_begin,
                        size_t row_end, size_t cols, const uint8_t* act, size_t act_stride,
                        size_t n_tokens, float* y, size_t y_stride) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
   const size_t blocks = cols / traits(type).block_size;
   auto groups = [&]<class Act, size_t kMaxTokens = kMaxGroupTokens>(const auto& kernel) {
     ForEachGroupTile<Act, kMaxTokens>(w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y,
@@ -339,6 +341,7 @@ void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row
           [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
             GroupQ32<kT, true>(g, blocks, a, out, y_stride);
           });
+#if HWY_TARGET == HWY_AVX3_DL
     case DType::kQ4_K:
       return groups.template operator()<ActBlockQ8KTiled, kMaxGroupTokensK>(
           [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
@@ -349,6 +352,7 @@ void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row
           [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
             GroupQ6K<kT>(g, blocks, a, out, y_stride);
           });
+#endif
     default:
       break;  // HasInterleavedKernel said no
   }

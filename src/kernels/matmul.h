@@ -35,7 +35,7 @@ void matmul(DType type, const void* w, size_t rows, size_t cols, const float* x,
 // How a weight matrix's blocks lie in memory.
 enum class WeightLayout : uint8_t {
   kRows,         // GGUF order: each row's blocks one after another
-  kInterleaved,  // groups of 16 rows rearranged for the VNNI kernels (interleave.h)
+  kInterleaved,  // groups of 16 rows rearranged for the interleaved kernels (interleave.h)
 };
 
 // The layout matmul runs fastest from on this CPU: kInterleaved where the dispatched target has

@@ -1,8 +1,9 @@
-// AVX-512 VNNI kernels for weights in the interleaved layout (interleave.h): one group of 16 rows
-// times kT tokens per pass over the blocks. Each 64-byte weight register holds four quants of 16
-// rows; vpdpbusd multiplies it by four broadcast activation bytes and adds one int32 per row, so
-// a lane is a row from the first instruction to the final store: no horizontal sums, and each
-// block's per-row scales are one vector.
+// Kernels for weights in the interleaved layout (interleave.h), AVX-512 VNNI first and AVX2 (also
+// run on AVX-512 without VNNI) at the end: one group of 16 rows times kT tokens per pass over the
+// blocks. Each 64-byte weight register holds four quants of 16 rows; vpdpbusd multiplies it by four
+// broadcast activation bytes and adds one int32 per row, so a lane is a row from the first
+// instruction to the final store: no horizontal sums, and each block's per-row scales are one
+// vector.
 //
 // The integer sums are those of the scalar twin (reference::dot_quantized_ref); only the order
 // of f32 additions differs:
@@ -31,15 +32,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace strata::kernels::HWY_NAMESPACE {
 
-#if HWY_TARGET == HWY_AVX3_DL
-#pragma GCC push_options
-#pragma GCC target("avx512vnni")
-
-// Tokens per pass: each token's accumulators must stay in the 32 vector registers. Q4_0 and
-// Q8_0 keep two per token; Q4_K (low and high nibbles) and Q6_K (four sub-blocks) keep more.
-inline constexpr size_t kMaxGroupTokens = 8;
-inline constexpr size_t kMaxGroupTokensK = 4;
-
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 // Decode streams each group from memory once. The hardware prefetchers alone left the Q4_K kernel
 // at 30 GB/s on one thread; asking for each line a fixed distance ahead, one prefetch per load so
 // that they never queue up in a burst, keeps more misses in flight.
@@ -48,6 +41,16 @@ inline constexpr size_t kPrefetchDistance = 4608;
 HWY_INLINE void PrefetchAhead(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchDistance), _MM_HINT_T0);
 }
+#endif
+
+#if HWY_TARGET == HWY_AVX3_DL
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+
+// Tokens per pass: each token's accumulators must stay in the 32 vector registers. Q4_0 and
+// Q8_0 keep two per token; Q4_K (low and high nibbles) and Q6_K (four sub-blocks) keep more.
+inline constexpr size_t kMaxGroupTokens = 8;
+inline constexpr size_t kMaxGroupTokensK = 4;
 
 // A weight register, and the line the kernel will read kPrefetchDistance later.
 HWY_INLINE __m512i StreamLoad(const uint8_t* p) {
@@ -271,6 +274,78 @@ HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
 
 #pragma GCC pop_options
 #endif  // HWY_AVX3_DL
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+// Without VNNI, Q4_0 and Q8_0 groups in 256-bit halves (rows 0-7 and 8-15 of each 64-byte
+// register): vpmaddubsw multiplies unsigned quant bytes by signed activation bytes and adds
+// neighbours in int16, vpmaddwd adds those pairs into one int32 per row, as one vpdpbusd would.
+// The int16 sums cannot saturate: Q4_0's are at most 2 * 15 * 127; Q8_0's quants are made
+// signed again and multiplied as |q| times a with a's sign flipped where q < 0, at most
+// 2 * 128 * 127. Integer sums and f32 steps are those of the VNNI kernel, so both targets give
+// the same bits.
+inline constexpr size_t kMaxGroupTokens = 2;  // 4 accumulators per token of the 16 registers
+
+template <size_t kT, bool kQ8>
+HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* const* a, float* y,
+                           size_t y_stride) {
+  constexpr size_t kGroupBlock = kInterleaveRows * (kQ8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0));
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i sign_bit = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[kT][2];
+  for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* gb = w + b * kGroupBlock;
+    PrefetchAhead(gb);
+    const uint8_t* qs = gb + 2 * kInterleaveRows;
+    __m256i isum[kT][2];
+    for (size_t t = 0; t < kT; ++t) {
+      isum[t][0] = isum[t][1] = _mm256_set1_epi32(kQ8 ? 0 : -8 * a[t][b].sum);
+    }
+    for (size_t e = 0; e < 8; ++e) {
+      __m256i act[kT];
+      for (size_t t = 0; t < kT; ++t) {
+        int32_t four;
+        std::memcpy(&four, a[t][b].qs + 4 * e, 4);
+        act[t] = _mm256_set1_epi32(four);
+      }
+      for (size_t h = 0; h < 2; ++h) {
+        __m256i u, q = _mm256_setzero_si256();
+        if constexpr (kQ8) {
+          const uint8_t* line = qs + 64 * e + 32 * h;
+          PrefetchAhead(line);
+          q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(line)),
+                               sign_bit);
+          u = _mm256_abs_epi8(q);
+        } else {
+          const uint8_t* line = qs + 64 * (e % 4) + 32 * h;
+          if (e < 4) PrefetchAhead(line);
+          const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line));
+          u = _mm256_and_si256(e < 4 ? packed : _mm256_srli_epi16(packed, 4), low4);
+        }
+        for (size_t t = 0; t < kT; ++t) {
+          __m256i at = act[t];
+          if constexpr (kQ8) at = _mm256_sign_epi8(at, q);
+          const __m256i pairs = _mm256_maddubs_epi16(u, at);
+          isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    }
+    for (size_t h = 0; h < 2; ++h) {
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 16 * h)));
+      for (size_t t = 0; t < kT; ++t) {
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(a[t][b].d));
+        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t][h]), scale, acc[t][h]);
+      }
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) {
+    _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
+    _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
+  }
+}
+#endif  // HWY_AVX3 || HWY_AVX2
 
 }  // namespace strata::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -273,10 +273,19 @@ TEST_P(InterleavedMatmulTest, MatchesTwinForAnyTokenAndThreadCount) {
       twin[t][r] = reference::dot_quantized_ref(type, row, xq.bytes.data(), cols);
     }
   }
+  // Targets with an interleaved kernel run the same integer sums and f32 steps: the same bits.
+  std::vector<float> first_kernel_result;
   for_each_simd_target([&] {
     std::vector<float> single(rows);
     matmul(type, WeightLayout::kInterleaved, inter.data(), rows, cols, x.data(), 1, single.data(),
            pool1);
+    if (preferred_layout(type, rows, cols) == WeightLayout::kInterleaved) {
+      std::vector<float> y(rows * max_tokens);
+      matmul(type, WeightLayout::kInterleaved, inter.data(), rows, cols, x.data(), max_tokens,
+             y.data(), pool2);
+      if (first_kernel_result.empty()) first_kernel_result = y;
+      ASSERT_EQ(y, first_kernel_result) << dtype_name(type);
+    }
     for (size_t n_tokens : {1, 3, 8, 9, 19}) {
       std::vector<float> y(rows * n_tokens), y1(rows * n_tokens);
       matmul(type, WeightLayout::kInterleaved, inter.data(), rows, cols, x.data(), n_tokens,
