@@ -21,7 +21,7 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
                "page cache may evict them mid-run)");
   sub.add_flag("!--no-interleave", options.interleave_weights,
                "keep weight matrices in GGUF row order instead of rearranging them at load for "
-               "the interleaved kernels (AVX-512 VNNI, AVX2)");
+               "the interleaved kernels (x86 with AVX2 or AVX-512)");
   // f16 halves the cache and matches the reference engine's numerics; f32 accumulates attention
   // exactly, for long contexts where f16 rounding adds up.
   sub.add_option_function<std::string>(

@@ -32,7 +32,7 @@ struct EngineOptions {
   int page_size = 32;     // positions per KV page
   bool use_mmap = false;  // map weights instead of reading them into resident memory
   // Rearrange resident weight matrices at load into the layout of the CPU's fastest kernels
-  // (16 rows interleaved: Q4_0, Q8_0, Q4_K, Q6_K with AVX-512 VNNI; Q4_0, Q8_0 with AVX2); a
+  // (16 rows interleaved: Q4_0, Q8_0, Q4_K and Q6_K, with AVX2 or AVX-512); a
   // memory-mapped file keeps GGUF order.
   bool interleave_weights = true;
   bool kv_f16 = true;  // store the KV cache as f16 (else f32)

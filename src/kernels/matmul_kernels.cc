@@ -265,11 +265,9 @@ void MatmulRows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin,
 // True if this target has an interleaved-layout kernel for the type (interleave.h). The K types
 // then read activations packed by PackInterleavedActivations; Q4_0 and Q8_0 read ActBlockQ8 rows.
 bool HasInterleavedKernel(DType type) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
   return type == DType::kQ4_0 || type == DType::kQ8_0 || type == DType::kQ4_K ||
          type == DType::kQ6_K;
-#elif HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-  return type == DType::kQ4_0 || type == DType::kQ8_0;
 #else
   (void)type;
   return false;
@@ -278,7 +276,7 @@ bool HasInterleavedKernel(DType type) {
 
 // One token's BlockQ8_K row in the natural element order, with the sums the K kernels need.
 void PackInterleavedActivations(const uint8_t* act, size_t cols, uint8_t* dst) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
   PackActK(/*q45_order=*/false, reinterpret_cast<const BlockQ8_K*>(act), cols / kQK_K,
            reinterpret_cast<ActBlockQ8KTiled*>(dst));
 #else
@@ -339,7 +337,6 @@ void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row
           [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
             GroupQ32<kT, true>(g, blocks, a, out, y_stride);
           });
-#if HWY_TARGET == HWY_AVX3_DL
     case DType::kQ4_K:
       return groups.template operator()<ActBlockQ8KTiled, kMaxGroupTokensK>(
           [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
@@ -350,7 +347,6 @@ void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row
           [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
             GroupQ6K<kT>(g, blocks, a, out, y_stride);
           });
-#endif
     default:
       break;  // HasInterleavedKernel said no
   }

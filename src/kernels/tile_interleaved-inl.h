@@ -41,6 +41,26 @@ inline constexpr size_t kPrefetchDistance = 4608;
 HWY_INLINE void PrefetchAhead(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchDistance), _MM_HINT_T0);
 }
+
+// Q4_K's 6-bit scale and min bytes of sub-block s < 8, one byte per row, from the 12 byte planes
+// that plane(p) loads (GGUF get_scale_min_k4: s < 4 in the low 6 bits of bytes s and s + 4;
+// s >= 4 in the nibbles of byte s + 4 with the top 2 bits of bytes s - 4 and s).
+struct ScaleMinBytes {
+  __m128i scale, min;
+};
+template <class LoadPlane>
+HWY_INLINE ScaleMinBytes Q4KScaleMinBytes(const LoadPlane& plane, int s) {
+  if (s < 4) {
+    return {_mm_and_si128(plane(s), _mm_set1_epi8(0x3F)),
+            _mm_and_si128(plane(s + 4), _mm_set1_epi8(0x3F))};
+  }
+  const __m128i low = plane(s + 4);
+  const __m128i top2 = _mm_set1_epi8(0x30);  // bits 6-7 moved to bits 4-5
+  return {_mm_or_si128(_mm_and_si128(low, _mm_set1_epi8(0x0F)),
+                       _mm_and_si128(_mm_srli_epi16(plane(s - 4), 2), top2)),
+          _mm_or_si128(_mm_and_si128(_mm_srli_epi16(low, 4), _mm_set1_epi8(0x0F)),
+                       _mm_and_si128(_mm_srli_epi16(plane(s), 2), top2))};
+}
 #endif
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -121,22 +141,9 @@ struct ScaleMin16 {
   __m512i scale, min;
 };
 HWY_INLINE ScaleMin16 Q4KScaleMin(const uint8_t* planes, int s) {
-  auto plane = [&](int p) {
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 16 * p));
-  };
-  __m128i sc, mn;
-  if (s < 4) {
-    sc = _mm_and_si128(plane(s), _mm_set1_epi8(0x3F));
-    mn = _mm_and_si128(plane(s + 4), _mm_set1_epi8(0x3F));
-  } else {
-    const __m128i low = plane(s + 4);
-    const __m128i top2 = _mm_set1_epi8(0x30);  // bits 6-7 moved to bits 4-5
-    sc = _mm_or_si128(_mm_and_si128(low, _mm_set1_epi8(0x0F)),
-                      _mm_and_si128(_mm_srli_epi16(plane(s - 4), 2), top2));
-    mn = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(low, 4), _mm_set1_epi8(0x0F)),
-                      _mm_and_si128(_mm_srli_epi16(plane(s), 2), top2));
-  }
-  return {_mm512_cvtepu8_epi32(sc), _mm512_cvtepu8_epi32(mn)};
+  const ScaleMinBytes bytes = Q4KScaleMinBytes(
+      [&](int p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 16 * p)); }, s);
+  return {_mm512_cvtepu8_epi32(bytes.scale), _mm512_cvtepu8_epi32(bytes.min)};
 }
 
 template <size_t kT>
@@ -276,14 +283,187 @@ HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
 #endif  // HWY_AVX3_DL
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-// Without VNNI, Q4_0 and Q8_0 groups in 256-bit halves (rows 0-7 and 8-15 of each 64-byte
-// register): vpmaddubsw multiplies unsigned quant bytes by signed activation bytes and adds
-// neighbours in int16, vpmaddwd adds those pairs into one int32 per row, as one vpdpbusd would.
-// The int16 sums cannot saturate: Q4_0's are at most 2 * 15 * 127; Q8_0's quants are made
-// signed again and multiplied as |q| times a with a's sign flipped where q < 0, at most
-// 2 * 128 * 127. Integer sums and f32 steps are those of the VNNI kernel, so both targets give
-// the same bits.
+// Without VNNI, groups in 256-bit halves (rows 0-7 and 8-15 of each 64-byte register):
+// vpmaddubsw multiplies unsigned quant bytes by signed activation bytes and adds neighbours in
+// int16, vpmaddwd adds those pairs into one int32 per row (times 1, or times the sub-block scale
+// of the K types), as vpdpbusd would. The int16 sums cannot saturate: Q4_0's and Q4_K's are at
+// most 2 * 15 * 127, Q6_K's 2 * 63 * 127; Q8_0's quants are made signed again and multiplied as
+// |q| times a with a's sign flipped where q < 0, at most 2 * 128 * 127. Integer sums and f32
+// steps are those of the VNNI kernels, so all x86 targets give the same bits (tested). On Zen 4
+// these 256-bit kernels run as fast as the VNNI ones (llama-1b Q4_K_M pp512 310 vs 311 t/s).
 inline constexpr size_t kMaxGroupTokens = 2;  // 4 accumulators per token of the 16 registers
+// The K kernels take one half of the rows at a time (2 accumulators per token); a block's quants
+// (2 KB) are still in L1 when the second half reads them.
+inline constexpr size_t kMaxGroupTokensK = 2;
+
+HWY_INLINE __m256i Broadcast4x8(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Eight int32 lanes x (one per row, |x| < 2^15) as the int16 pairs (x, x): vpmaddwd of int16
+// pair sums by it multiplies each row's sum by x, as VNNI's separate vpmulld does.
+HWY_INLINE __m256i PairEpi16(__m256i x) {
+  return _mm256_or_si256(_mm256_and_si256(x, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(x, 16));
+}
+
+// 8 f16 (rows 8r ..+7 of a group's 16 per-row halves at p) as f32.
+HWY_INLINE __m256 LoadHalf8(const uint8_t* p, size_t r) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * r)));
+}
+
+// Q4_K's scale and min of sub-block s for rows 8r ..+7, as int32 lanes.
+struct ScaleMin8 {
+  __m256i scale, min;
+};
+HWY_INLINE ScaleMin8 Q4KScaleMin8(const uint8_t* planes, int s, size_t r) {
+  const ScaleMinBytes bytes = Q4KScaleMinBytes(
+      [&](int p) {
+        return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(planes + 16 * p + 8 * r));
+      },
+      s);
+  return {_mm256_cvtepu8_epi32(bytes.scale), _mm256_cvtepu8_epi32(bytes.min)};
+}
+
+// The VNNI GroupQ4K's integer sums and f32 steps, rows 0-7 then 8-15 of each block; a nibble's
+// product pairs (at most 2 * 15 * 127) are multiplied by the sub-block scale in vpmaddwd.
+template <size_t kT>
+HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* const* a,
+                           float* y, size_t y_stride) {
+  constexpr size_t kGroupBlock = kInterleaveRows * sizeof(BlockQ4_K);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[kT][2];
+  for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* gb = w + b * kGroupBlock;
+    const uint8_t* planes = gb + 4 * kInterleaveRows;
+    const uint8_t* qs = planes + 12 * kInterleaveRows;
+    for (size_t line = 0; line < 256; line += 64) PrefetchAhead(gb + line);  // scales
+    for (size_t r = 0; r < 2; ++r) {
+      __m256i total[kT];
+      for (size_t t = 0; t < kT; ++t) total[t] = _mm256_setzero_si256();
+      // Chunk i holds sub-blocks 2i (low nibbles) and 2i + 1 (high nibbles).
+      for (int i = 0; i < 4; ++i) {
+        const __m256i scale_lo = PairEpi16(Q4KScaleMin8(planes, 2 * i, r).scale);
+        const __m256i scale_hi = PairEpi16(Q4KScaleMin8(planes, 2 * i + 1, r).scale);
+        for (size_t j = 0; j < 8; ++j) {
+          const uint8_t* line = qs + 512 * i + 64 * j;
+          if (r == 0) PrefetchAhead(line);
+          const __m256i packed =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + 32 * r));
+          const __m256i u_lo = _mm256_and_si256(packed, low4);
+          const __m256i u_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+          for (size_t t = 0; t < kT; ++t) {
+            const int8_t* act = a[t][b].qs + 64 * i + 4 * j;
+            const __m256i lo = _mm256_maddubs_epi16(u_lo, Broadcast4x8(act));
+            const __m256i hi = _mm256_maddubs_epi16(u_hi, Broadcast4x8(act + 32));
+            total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(lo, scale_lo));
+            total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(hi, scale_hi));
+          }
+        }
+      }
+      const __m256 d = LoadHalf8(gb, r), dmin = LoadHalf8(gb + 2 * kInterleaveRows, r);
+      for (size_t t = 0; t < kT; ++t) {
+        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(a[t][b].d));
+        acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t]), scale, acc[t][r]);
+      }
+      for (int s = 0; s < 8; ++s) {
+        const __m256 min = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(Q4KScaleMin8(planes, s, r).min));
+        for (size_t t = 0; t < kT; ++t) {
+          acc[t][r] = _mm256_fnmadd_ps(min, _mm256_set1_ps(a[t][b].sub_sums[s]), acc[t][r]);
+        }
+      }
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) {
+    _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
+    _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
+  }
+}
+
+// The VNNI GroupQ6K's sums, rows 0-7 then 8-15: 6-bit quants' product pairs (at most
+// 2 * 63 * 127) times the signed sub-block scale in vpmaddwd, and the -32 offset as
+// -32 * scale * bsum pairs, also in vpmaddwd.
+template <size_t kT>
+HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* const* a,
+                           float* y, size_t y_stride) {
+  constexpr size_t kGroupBlock = kInterleaveRows * sizeof(BlockQ6_K);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  __m256 acc[kT][2];
+  for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* gb = w + b * kGroupBlock;
+    for (size_t line = 0; line < 288; line += 64) PrefetchAhead(gb + line);  // scales
+    const uint8_t* scale_planes = gb + 2 * kInterleaveRows;
+    const uint8_t* quants = scale_planes + 16 * kInterleaveRows;
+    for (size_t r = 0; r < 2; ++r) {
+      auto scale = [&](size_t s) {  // sub-block s's signed scales of rows 8r ..+7
+        return _mm256_cvtepi8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scale_planes + 16 * s + 8 * r)));
+      };
+      __m256i total[kT];
+      for (size_t t = 0; t < kT; ++t) total[t] = _mm256_setzero_si256();
+      // Elements 128h + 32q + 16jj ..+15 form sub-block 8h + 2q + jj.
+      for (size_t h = 0; h < 2; ++h) {
+        for (size_t jj = 0; jj < 2; ++jj) {
+          __m256i sc[4];
+          for (size_t q = 0; q < 4; ++q) sc[q] = PairEpi16(scale(8 * h + 2 * q + jj));
+          for (size_t j = 4 * jj; j < 4 * jj + 4; ++j) {
+            // The three registers of (h, j): ql low, ql high, qh (Q6KQuants16's layout).
+            const uint8_t* regs = quants + 192 * (8 * h + j);
+            if (r == 0) {
+              for (size_t k = 0; k < 3; ++k) PrefetchAhead(regs + 64 * k);
+            }
+            auto load = [&](size_t k) {
+              return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(regs + 64 * k + 32 * r));
+            };
+            const __m256i ql0 = load(0), ql1 = load(1), qh = load(2);
+            const __m256i u[4] = {
+                _mm256_or_si256(_mm256_and_si256(ql0, low4),
+                                _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
+                _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                                _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                                _mm256_and_si256(qh, bits45)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                                _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45))};
+            for (size_t q = 0; q < 4; ++q) {
+              for (size_t t = 0; t < kT; ++t) {
+                const __m256i pairs =
+                    _mm256_maddubs_epi16(u[q], Broadcast4x8(a[t][b].qs + 128 * h + 32 * q + 4 * j));
+                total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(pairs, sc[q]));
+              }
+            }
+          }
+        }
+      }
+      for (size_t k = 0; k < 8; ++k) {
+        const __m256i lo =
+            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(scale(2 * k), 5));
+        const __m256i hi =
+            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(scale(2 * k + 1), 5));
+        const __m256i pair = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xFFFF)),
+                                             _mm256_slli_epi32(hi, 16));
+        for (size_t t = 0; t < kT; ++t) {
+          int32_t bsum_pair;
+          std::memcpy(&bsum_pair, a[t][b].bsums + 2 * k, 4);
+          total[t] =
+              _mm256_add_epi32(total[t], _mm256_madd_epi16(pair, _mm256_set1_epi32(bsum_pair)));
+        }
+      }
+      const __m256 d = LoadHalf8(gb, r);
+      for (size_t t = 0; t < kT; ++t) {
+        const __m256 sd = _mm256_mul_ps(d, _mm256_set1_ps(a[t][b].d));
+        acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t]), sd, acc[t][r]);
+      }
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) {
+    _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
+    _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
+  }
+}
 
 template <size_t kT, bool kQ8>
 HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* const* a, float* y,

@@ -31,12 +31,6 @@
 HWY_BEFORE_NAMESPACE();
 namespace strata::kernels::HWY_NAMESPACE {
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-#if HWY_TARGET == HWY_AVX3_DL
-#pragma GCC push_options
-#pragma GCC target("avx512vnni")
-#endif
-
 // Register k (0-3) of a Q4_K/Q5_K super-block holds the low (k even) or high (k odd) nibbles of
 // qs[64 * (k / 2)] ..+63: sub-block kFirstSubBlock[k] in bytes 0-31 and that + 2 in bytes 32-63.
 inline constexpr int kFirstSubBlock[4] = {0, 1, 4, 5};
@@ -62,6 +56,12 @@ HWY_NOINLINE void PackActK(bool q45_order, const BlockQ8_K* x, size_t n_blocks,
     for (float& z : out.zero) z = 0.0f;
   }
 }
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+#endif
 
 // acc + p[2i] * s[2i] + p[2i + 1] * s[2i + 1] in int32 lane i (int16 p and s).
 HWY_INLINE __m512i AddPairProducts(__m512i acc, __m512i p, __m512i s) {
