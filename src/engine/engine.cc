@@ -2,6 +2,7 @@
 #include "strata/engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <list>
 
 #include "base/timer.h"
@@ -189,6 +190,29 @@ struct Engine::Impl {
   }
 };
 
+namespace {
+
+// The KV cache is allocated whole when the engine starts; one that cannot fit beside the weights
+// in this machine's memory is refused with the figures, instead of failing to allocate (or
+// being killed when its pages are first touched).
+Status check_kv_fits(double kv_bytes, size_t weight_bytes, size_t context, size_t sequences) {
+  const double memory = static_cast<double>(physical_memory_bytes());
+  if (memory == 0 || kv_bytes + static_cast<double>(weight_bytes) <= memory) return ok_status();
+  auto gib = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
+    return std::string(text);
+  };
+  return make_error(ErrorCode::kOutOfRange,
+                    "a context of " + std::to_string(context) + " tokens for " +
+                        std::to_string(sequences) + " sequence(s) needs " + gib(kv_bytes) +
+                        " of KV cache beside " + gib(static_cast<double>(weight_bytes)) +
+                        " of weights, more than this machine's " + gib(memory) +
+                        " of memory: lower the context size (-c) or the parallel sequences");
+}
+
+}  // namespace
+
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
@@ -221,10 +245,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   size_t context = options.context > 0 ? static_cast<size_t>(options.context)
                                        : std::min(c.n_ctx_train, kDefaultMaxContext);
   const size_t page = static_cast<size_t>(options.page_size);
-  const size_t pages_per_seq = (context + page - 1) / page;
-  impl->cache = std::make_unique<kv::KvCache>(
-      impl->model->kv_shape(page), pages_per_seq * static_cast<size_t>(options.max_sequences),
-      options.kv_f16 ? kv::KvPrecision::kF16 : kv::KvPrecision::kF32);
+  const size_t n_pages = (context + page - 1) / page * static_cast<size_t>(options.max_sequences);
+  const kv::KvShape kv_shape = impl->model->kv_shape(page);
+  const kv::KvPrecision precision = options.kv_f16 ? kv::KvPrecision::kF16 : kv::KvPrecision::kF32;
+  // In double: a huge context times many sequences could overflow size_t.
+  const double kv_bytes =
+      static_cast<double>(kv_shape.page_elements() * precision_bytes(precision)) *
+      static_cast<double>(n_pages);
+  STRATA_RETURN_IF_ERROR(check_kv_fits(kv_bytes, impl->model->weights().bytes, context,
+                                       static_cast<size_t>(options.max_sequences)));
+  impl->cache = std::make_unique<kv::KvCache>(kv_shape, n_pages, precision);
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
       std::make_unique<engine::Scheduler>(*impl->cache, static_cast<size_t>(options.max_sequences),

@@ -1,6 +1,7 @@
 #include "platform/cpu_features.h"
 
 #include <hwy/targets.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -23,6 +24,12 @@ bool disable_simd_targets_above(std::string_view best) {
     return true;
   }
   return false;
+}
+
+size_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size)
+                                    : 0;
 }
 
 unsigned hardware_threads() {

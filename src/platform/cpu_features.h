@@ -1,7 +1,8 @@
-// What the CPU offers, for logs and `strata info`; kernels choose their SIMD target through
-// Highway's runtime dispatch, not through this.
+// What the CPU (and the machine's memory) offers, for logs and limits and `strata info`; kernels
+// choose their SIMD target through Highway's runtime dispatch, not through this.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@ std::string simd_targets_description();
 // every better one is disabled, for the whole process. False if this CPU offers no such target.
 // Kernels choose layouts by the target at hand, so call it before loading a model.
 bool disable_simd_targets_above(std::string_view best);
+
+// Bytes of physical memory (RAM) in this machine; 0 if the system does not say.
+size_t physical_memory_bytes();
 
 // Number of hardware threads (logical cores).
 unsigned hardware_threads();

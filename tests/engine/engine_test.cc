@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace strata {
@@ -266,6 +267,21 @@ TEST(EngineTest, BadInputIsAnErrorNotACrash) {
   Result<std::unique_ptr<Engine>> missing = Engine::create(options);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("/nonexistent.gguf"), std::string::npos);
+}
+
+// The KV cache is allocated whole at start: one larger than the machine's memory is refused with
+// what to change, not attempted. stories260K holds 640 bytes of f16 KV per position (5 layers,
+// k and v of 32), so 2^31 - 1 positions for 1024 sequences is about 1.3 PiB, past any machine.
+TEST(EngineTest, AKvCacheThatCannotFitIsRefusedWithWhatToChange) {
+  EngineOptions options;
+  options.model_path = kModel;
+  options.context = std::numeric_limits<int>::max();
+  options.max_sequences = 1024;
+  Result<std::unique_ptr<Engine>> engine = Engine::create(options);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.error().code, ErrorCode::kOutOfRange);
+  EXPECT_NE(engine.error().message.find("lower the context size"), std::string::npos)
+      << engine.error().message;
 }
 
 }  // namespace
