@@ -33,7 +33,13 @@ Error not_a_token_id(const std::string& path, size_t line_number, const std::str
                                                      ": '" + field + "' is not a token id");
 }
 
-// One sequence per non-empty line, ids separated by spaces.
+Error one_token_line(const std::string& path, size_t line_number) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    path + " line " + std::to_string(line_number) +
+                        " has one token: a sequence needs a second one for the first to predict");
+}
+
+// One sequence per non-empty line, ids separated by spaces; at least two per sequence.
 Result<std::vector<std::vector<TokenId>>> read_token_lines(const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(const std::string text, read_file(path));
   std::vector<std::vector<TokenId>> sequences;
@@ -51,6 +57,7 @@ Result<std::vector<std::vector<TokenId>>> read_token_lines(const std::string& pa
       }
       tokens.push_back(static_cast<TokenId>(id));
     }
+    if (tokens.size() == 1) return one_token_line(path, line_number);
     if (!tokens.empty()) sequences.push_back(std::move(tokens));
   }
   if (sequences.empty()) {

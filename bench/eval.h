@@ -22,7 +22,7 @@ struct EvalOptions {
   std::string reference_path;  // optional: the model to compare with (loaded alongside)
   // The input, one of:
   std::string text_path;    // a text, cut into chunks of chunk_tokens (see chunk_text)
-  std::string tokens_path;  // token sequences, one per line as space-separated ids
+  std::string tokens_path;  // token sequences, one per line as space-separated ids (two or more)
   int chunk_tokens = 512;   // tokens per chunk of a text, BOS included
   int max_chunks = 0;       // 0: every whole chunk of the text
 };

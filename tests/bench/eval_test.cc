@@ -189,6 +189,8 @@ TEST(EvalTest, BadInputIsAClearError) {
   expect_error(stories_options(bad.path()), ErrorCode::kInvalidArgument, "line 2: 'five'");
   std::ofstream(bad.path()) << "1 2 3\n4 5 99999\n";
   expect_error(stories_options(bad.path()), ErrorCode::kInvalidArgument, "99999");
+  std::ofstream(bad.path()) << "1 2 3\n\n7\n";
+  expect_error(stories_options(bad.path()), ErrorCode::kInvalidArgument, "line 3 has one token");
   std::ofstream(bad.path()) << "\n\n";
   expect_error(stories_options(bad.path()), ErrorCode::kInvalidArgument, "no token ids");
 
