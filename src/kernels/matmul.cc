@@ -21,7 +21,7 @@ namespace strata::kernels {
 
 namespace {
 
-// Bytes per token of the activations the type's tiled kernel reads (see HasTiledKernel).
+// Bytes per token of the activations the type's tiled kernel reads (dispatch::has_tiled_kernel).
 size_t tiled_row_bytes(DType type, size_t cols) {
   if (activation_format(type) == ActivationFormat::kQ8_K) {
     return cols / kQK_K * sizeof(ActBlockQ8KTiled);
