@@ -47,8 +47,8 @@ HWY_INLINE VF RoundToF16(VF v) {
 
 template <class Element>
 HWY_INLINE void AttendRowsVector(const Element* keys, const Element* values, size_t n,
-                                 size_t head_dim, const float* q, float scale, OnlineSoftmax& st,
-                                 float* acc) {
+                                 size_t head_dim, const float* q, size_t group, float scale,
+                                 OnlineSoftmax* states, float* accs) {
   constexpr bool kF16 = std::is_same_v<Element, uint16_t>;
   const DF df;
   const hn::Half<DF> dh;
@@ -59,74 +59,96 @@ HWY_INLINE void AttendRowsVector(const Element* keys, const Element* values, siz
   for (size_t t = 0; t < n; ++t) {
     const Element* k = keys + t * head_dim;
     const Element* v = values + t * head_dim;
-    auto dot_lo = hn::Zero(dd), dot_hi = hn::Zero(dd);
-    for (size_t d = 0; d < head_dim; d += lanes) {
-      const VF prod = hn::Mul(hn::LoadU(df, q + d), LoadRow(k + d));
-      dot_lo = hn::Add(dot_lo, hn::PromoteTo(dd, hn::LowerHalf(dh, prod)));
-      dot_hi = hn::Add(dot_hi, hn::PromoteTo(dd, hn::UpperHalf(dh, prod)));
-    }
-    const double dot = hn::GetLane(hn::SumOfLanes(dd, hn::Add(dot_lo, dot_hi)));
-    const float s = static_cast<float>(dot) * scale;
+    // The heads' chains of accumulator updates are independent: one position of all of them
+    // at a time lets the core overlap them, where one head alone waits on each update.
+    for (size_t g = 0; g < group; ++g) {
+      const float* qg = q + g * head_dim;
+      float* acc = accs + g * head_dim;
+      OnlineSoftmax& st = states[g];
+      auto dot_lo = hn::Zero(dd), dot_hi = hn::Zero(dd);
+      for (size_t d = 0; d < head_dim; d += lanes) {
+        const VF prod = hn::Mul(hn::LoadU(df, qg + d), LoadRow(k + d));
+        dot_lo = hn::Add(dot_lo, hn::PromoteTo(dd, hn::LowerHalf(dh, prod)));
+        dot_hi = hn::Add(dot_hi, hn::PromoteTo(dd, hn::UpperHalf(dh, prod)));
+      }
+      const double dot = hn::GetLane(hn::SumOfLanes(dd, hn::Add(dot_lo, dot_hi)));
+      const float s = static_cast<float>(dot) * scale;
 
-    float rescale = 1.0f, weight = 1.0f;
-    if (s > st.m) {
-      rescale = std::exp(st.m - s);
-      st.m = s;
-    } else {
-      weight = std::exp(s - st.m);
-    }
-    const VF vrescale = hn::Set(df, rescale), vweight = hn::Set(df, weight);
-    bool round = kF16 && st.f16_accumulator;
-    for (size_t d = 0; d < head_dim; d += lanes) {
-      const VF vv = LoadRow(v + d);
-      VF a = hn::LoadU(df, acc + d);
-      if (rescale != 1.0f) {
-        a = hn::Mul(a, vrescale);
-        if (round) a = RoundToF16(a);
+      float rescale = 1.0f, weight = 1.0f;
+      if (s > st.m) {
+        rescale = std::exp(st.m - s);
+        st.m = s;
+      } else {
+        weight = std::exp(s - st.m);
       }
-      a = hn::Add(a, hn::Mul(vv, vweight));
-      if (round) {
-        if (!hn::AllFalse(df, hn::Gt(hn::Abs(a), limit))) {
-          // Rounding stops at the first element past the limit: redo these lanes one by one.
-          hn::Store(vv, df, v_lanes);
-          round = reference::update_accumulator_ref(acc + d, v_lanes, lanes, rescale, weight, true);
-          continue;
+      const VF vrescale = hn::Set(df, rescale), vweight = hn::Set(df, weight);
+      bool round = kF16 && st.f16_accumulator;
+      for (size_t d = 0; d < head_dim; d += lanes) {
+        const VF vv = LoadRow(v + d);
+        VF a = hn::LoadU(df, acc + d);
+        if (rescale != 1.0f) {
+          a = hn::Mul(a, vrescale);
+          if (round) a = RoundToF16(a);
         }
-        a = RoundToF16(a);
+        a = hn::Add(a, hn::Mul(vv, vweight));
+        if (round) {
+          if (!hn::AllFalse(df, hn::Gt(hn::Abs(a), limit))) {
+            // Rounding stops at the first element past the limit: redo these lanes one by one.
+            hn::Store(vv, df, v_lanes);
+            round =
+                reference::update_accumulator_ref(acc + d, v_lanes, lanes, rescale, weight, true);
+            continue;
+          }
+          a = RoundToF16(a);
+        }
+        hn::StoreU(a, df, acc + d);
       }
-      hn::StoreU(a, df, acc + d);
+      if (kF16) st.f16_accumulator = round;
+      st.sum = std::fma(st.sum, rescale, weight);
     }
-    if (kF16) st.f16_accumulator = round;
-    st.sum = std::fma(st.sum, rescale, weight);
   }
 }
 
 void AttendRowsF16(const uint16_t* keys, const uint16_t* values, size_t n, size_t head_dim,
-                   const float* q, float scale, OnlineSoftmax& st, float* acc) {
+                   const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
   if (head_dim % hn::Lanes(DF()) != 0) {
-    return reference::attend_rows_f16_ref(keys, values, n, head_dim, q, scale, st, acc);
+    for (size_t g = 0; g < group; ++g) {
+      reference::attend_rows_f16_ref(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
+                                     acc + g * head_dim);
+    }
+    return;
   }
-  AttendRowsVector(keys, values, n, head_dim, q, scale, st, acc);
+  AttendRowsVector(keys, values, n, head_dim, q, group, scale, st, acc);
 }
 
 void AttendRowsF32(const float* keys, const float* values, size_t n, size_t head_dim,
-                   const float* q, float scale, OnlineSoftmax& st, float* acc) {
+                   const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
   if (head_dim % hn::Lanes(DF()) != 0) {
-    return reference::attend_rows_f32_ref(keys, values, n, head_dim, q, scale, st, acc);
+    for (size_t g = 0; g < group; ++g) {
+      reference::attend_rows_f32_ref(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
+                                     acc + g * head_dim);
+    }
+    return;
   }
-  AttendRowsVector(keys, values, n, head_dim, q, scale, st, acc);
+  AttendRowsVector(keys, values, n, head_dim, q, group, scale, st, acc);
 }
 
 #else
 
 void AttendRowsF16(const uint16_t* keys, const uint16_t* values, size_t n, size_t head_dim,
-                   const float* q, float scale, OnlineSoftmax& st, float* acc) {
-  reference::attend_rows_f16_ref(keys, values, n, head_dim, q, scale, st, acc);
+                   const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
+  for (size_t g = 0; g < group; ++g) {
+    reference::attend_rows_f16_ref(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
+                                   acc + g * head_dim);
+  }
 }
 
 void AttendRowsF32(const float* keys, const float* values, size_t n, size_t head_dim,
-                   const float* q, float scale, OnlineSoftmax& st, float* acc) {
-  reference::attend_rows_f32_ref(keys, values, n, head_dim, q, scale, st, acc);
+                   const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
+  for (size_t g = 0; g < group; ++g) {
+    reference::attend_rows_f32_ref(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
+                                   acc + g * head_dim);
+  }
 }
 
 #endif
@@ -141,13 +163,13 @@ HWY_EXPORT(AttendRowsF16);
 HWY_EXPORT(AttendRowsF32);
 
 void attend_rows_f16(const uint16_t* keys, const uint16_t* values, size_t n, size_t head_dim,
-                     const float* q, float scale, OnlineSoftmax& st, float* acc) {
-  HWY_DYNAMIC_DISPATCH(AttendRowsF16)(keys, values, n, head_dim, q, scale, st, acc);
+                     const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
+  HWY_DYNAMIC_DISPATCH(AttendRowsF16)(keys, values, n, head_dim, q, group, scale, st, acc);
 }
 
 void attend_rows_f32(const float* keys, const float* values, size_t n, size_t head_dim,
-                     const float* q, float scale, OnlineSoftmax& st, float* acc) {
-  HWY_DYNAMIC_DISPATCH(AttendRowsF32)(keys, values, n, head_dim, q, scale, st, acc);
+                     const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
+  HWY_DYNAMIC_DISPATCH(AttendRowsF32)(keys, values, n, head_dim, q, group, scale, st, acc);
 }
 
 }  // namespace strata::kernels

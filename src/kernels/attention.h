@@ -19,7 +19,9 @@ struct OnlineSoftmax {
 // Largest magnitude an f16 accumulator may reach before it would round to infinity.
 inline constexpr float kF16AccumulatorLimit = 60000.0f;
 
-// Folds positions [0, n) of keys/values ([n][head_dim] each) into (st, acc), in order:
+// Folds positions [0, n) of keys/values ([n][head_dim] each) into (st[g], acc[g]) for each of the
+// `group` query heads that read this KV head (q and acc are [group][head_dim], st [group]), in
+// position order; each head's steps are those of a group of one, so grouping changes no bit:
 // s = scale * q·k (products summed in double, so the sum does not depend on the order), and when
 // s raises the maximum acc is rescaled by exp(m_old - s), else V[t] is weighed by exp(s - m).
 //
@@ -27,8 +29,8 @@ inline constexpr float kF16AccumulatorLimit = 60000.0f;
 // rounded to f16 values, and acc is rounded to f16 after every update until it nears the f16
 // range (then it continues in f32 rather than overflowing).
 void attend_rows_f16(const uint16_t* keys, const uint16_t* values, size_t n, size_t head_dim,
-                     const float* q, float scale, OnlineSoftmax& st, float* acc);
+                     const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc);
 void attend_rows_f32(const float* keys, const float* values, size_t n, size_t head_dim,
-                     const float* q, float scale, OnlineSoftmax& st, float* acc);
+                     const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc);
 
 }  // namespace strata::kernels

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "base/fp16.h"
 #include "kernels/attention.h"
@@ -21,29 +22,33 @@ inline float round_to_f16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 // logits agree with it to ~1e-6 rather than ~1e-2: the query is rounded to f16 for the q·k dot,
 // and acc is rounded to f16 after every update. Should acc approach the f16 range (very long
 // contexts), rounding stops and acc continues in f32 rather than overflowing.
-void attend_head(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
-                 size_t n_ctx, const float* q, float scale, float* out, float* q16) {
+void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
+                    size_t n_ctx, const float* q, size_t group, float scale, float* out,
+                    float* q16) {
   const size_t page_size = pool.shape().page_size;
   const size_t head_dim = pool.shape().head_dim;
-  for (size_t d = 0; d < head_dim; ++d) q16[d] = round_to_f16(q[d]);
-  for (size_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
+  for (size_t i = 0; i < group * head_dim; ++i) q16[i] = round_to_f16(q[i]);
+  std::fill_n(out, group * head_dim, 0.0f);
 
-  kernels::OnlineSoftmax state;
+  // A GQA group has a handful of heads (Llama 3: 4; at most n_heads).
+  std::vector<kernels::OnlineSoftmax> states(group);
   for (size_t start = 0, p = 0; start < n_ctx; start += page_size, ++p) {
     const KvHeadView view = pool.head(pages[p], layer, kv_head);
     const size_t n = std::min(page_size, n_ctx - start);
     if (view.precision == KvPrecision::kF16) {
       kernels::attend_rows_f16(static_cast<const uint16_t*>(view.keys),
-                               static_cast<const uint16_t*>(view.values), n, head_dim, q16, scale,
-                               state, out);
+                               static_cast<const uint16_t*>(view.values), n, head_dim, q16, group,
+                               scale, states.data(), out);
     } else {
       kernels::attend_rows_f32(static_cast<const float*>(view.keys),
-                               static_cast<const float*>(view.values), n, head_dim, q, scale, state,
-                               out);
+                               static_cast<const float*>(view.values), n, head_dim, q, group, scale,
+                               states.data(), out);
     }
   }
-  const float inv = 1.0f / state.sum;
-  for (size_t d = 0; d < head_dim; ++d) out[d] *= inv;
+  for (size_t g = 0; g < group; ++g) {
+    const float inv = 1.0f / states[g].sum;
+    for (size_t d = 0; d < head_dim; ++d) out[g * head_dim + d] *= inv;
+  }
 }
 
 }  // namespace strata::kv

@@ -109,22 +109,30 @@ void attention(const ModelConfig& c, size_t layer, const Batch& batch, const flo
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const size_t group = c.n_heads / c.n_kv_heads;
-  std::vector<float> scratch(pool.num_threads() * c.head_dim);
+  // A task is `heads` adjacent query heads of one KV head (grouped-query attention): they read
+  // each key and value row once, and their accumulator chains overlap. Whole groups, unless that
+  // leaves fewer than two tasks per thread; any split gives the same bits.
+  size_t heads = group;
+  while (heads % 2 == 0 && batch.size() * c.n_heads / heads < 2 * pool.num_threads()) heads /= 2;
+  const size_t tasks_per_entry = c.n_heads / heads;
+  std::vector<float> scratch(pool.num_threads() * heads * c.head_dim);
   auto attend = [&](size_t task, size_t thread) {
-    const size_t t = task / c.n_heads, h = task % c.n_heads;
+    const size_t t = task / tasks_per_entry, h = task % tasks_per_entry * heads;
     const BatchEntry& e = batch[t];
-    kv::attend_head(cache.pool(), cache.page_table(e.seq), layer, h / group, e.pos + 1,
-                    q + (t * c.n_heads + h) * c.head_dim, scale,
-                    out + (t * c.n_heads + h) * c.head_dim, scratch.data() + thread * c.head_dim);
+    kv::attend_kv_head(cache.pool(), cache.page_table(e.seq), layer, h / group, e.pos + 1,
+                       q + (t * c.n_heads + h) * c.head_dim, heads, scale,
+                       out + (t * c.n_heads + h) * c.head_dim,
+                       scratch.data() + thread * heads * c.head_dim);
   };
   // Handing work to other threads costs microseconds (more when cores are shared), so a small
   // attention (short contexts, small heads) runs on the calling thread.
   size_t work = 0;
   for (const BatchEntry& e : batch) work += (e.pos + 1) * c.n_heads * c.head_dim;
+  const size_t tasks = batch.size() * tasks_per_entry;
   if (work < kMinParallelAttentionWork) {
-    for (size_t task = 0; task < batch.size() * c.n_heads; ++task) attend(task, 0);
+    for (size_t task = 0; task < tasks; ++task) attend(task, 0);
   } else {
-    pool.parallel_for(batch.size() * c.n_heads, attend);
+    pool.parallel_for(tasks, attend);
   }
 }
 

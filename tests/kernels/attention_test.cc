@@ -67,10 +67,10 @@ TEST(AttentionTest, SimdMatchesScalarTwinOnEveryTarget) {
             const size_t m = std::min<size_t>(32, n - s);
             if (f16) {
               attend_rows_f16(&r.k16[s * head_dim], &r.v16[s * head_dim], m, head_dim, r.q.data(),
-                              scale, st, got.data());
+                              1, scale, &st, got.data());
             } else {
-              attend_rows_f32(&r.k[s * head_dim], &r.v[s * head_dim], m, head_dim, r.q.data(),
-                              scale, st, got.data());
+              attend_rows_f32(&r.k[s * head_dim], &r.v[s * head_dim], m, head_dim, r.q.data(), 1,
+                              scale, &st, got.data());
             }
           }
           SCOPED_TRACE(::testing::Message() << "head_dim " << head_dim << " f16 " << f16
@@ -87,6 +87,47 @@ TEST(AttentionTest, SimdMatchesScalarTwinOnEveryTarget) {
       }
     }
   }
+}
+
+// Grouped-query attention: four query heads folded together over the same key and value rows
+// give each head exactly what it gets alone, on every target, f16 and f32, across pages.
+TEST(AttentionTest, AGroupOfHeadsGivesEachHeadItsOwnBits) {
+  const size_t n = 77, head_dim = 64, group = 4;
+  const Rows r = random_rows(n, head_dim, 11, 1.0f);
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<float> q(group * head_dim);
+  for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+  const float scale = 0.125f;
+  for_each_simd_target([&] {
+    for (bool f16 : {true, false}) {
+      auto run = [&](size_t first, size_t count, OnlineSoftmax* st, float* acc) {
+        for (size_t s = 0; s < n; s += 32) {
+          const size_t m = std::min<size_t>(32, n - s);
+          if (f16) {
+            attend_rows_f16(&r.k16[s * head_dim], &r.v16[s * head_dim], m, head_dim,
+                            &q[first * head_dim], count, scale, st, acc);
+          } else {
+            attend_rows_f32(&r.k[s * head_dim], &r.v[s * head_dim], m, head_dim,
+                            &q[first * head_dim], count, scale, st, acc);
+          }
+        }
+      };
+      std::vector<OnlineSoftmax> together(group);
+      std::vector<float> acc(group * head_dim, 0.0f);
+      run(0, group, together.data(), acc.data());
+      for (size_t g = 0; g < group; ++g) {
+        OnlineSoftmax alone;
+        std::vector<float> own(head_dim, 0.0f);
+        run(g, 1, &alone, own.data());
+        EXPECT_EQ(together[g].m, alone.m) << "head " << g << " f16 " << f16;
+        EXPECT_EQ(together[g].sum, alone.sum) << "head " << g << " f16 " << f16;
+        EXPECT_EQ(std::vector<float>(acc.begin() + g * head_dim, acc.begin() + (g + 1) * head_dim),
+                  own)
+            << "head " << g << " f16 " << f16;
+      }
+    }
+  });
 }
 
 TEST(AttentionTest, ScalarTwinComputesSoftmaxAttention) {
