@@ -19,19 +19,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-Stat mean_stddev(const std::vector<double>& xs) {
-  Stat s;
-  if (xs.empty()) return s;
-  for (double x : xs) s.mean += x;
-  s.mean /= static_cast<double>(xs.size());
-  if (xs.size() > 1) {
-    double sq = 0;
-    for (double x : xs) sq += (x - s.mean) * (x - s.mean);
-    s.stddev = std::sqrt(sq / static_cast<double>(xs.size() - 1));
-  }
-  return s;
-}
-
 size_t peak_rss_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -108,6 +95,19 @@ Result<ConcurrencyResult> run_concurrent(Engine& engine, int streams, int prompt
 }
 
 }  // namespace
+
+Stat mean_stddev(const std::vector<double>& xs) {
+  Stat s;
+  if (xs.empty()) return s;
+  for (double x : xs) s.mean += x;
+  s.mean /= static_cast<double>(xs.size());
+  if (xs.size() > 1) {
+    double sq = 0;
+    for (double x : xs) sq += (x - s.mean) * (x - s.mean);
+    s.stddev = std::sqrt(sq / static_cast<double>(xs.size() - 1));
+  }
+  return s;
+}
 
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;

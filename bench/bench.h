@@ -69,6 +69,9 @@ Result<BenchReport> run_bench(const BenchOptions& options);
 std::string format_table(const BenchReport& report);
 std::string format_json(const BenchReport& report);
 
+// Mean and sample standard deviation (n - 1) of `xs`; empty input gives zeros.
+Stat mean_stddev(const std::vector<double>& xs);
+
 // The q-quantile (0..1) of `values` by linear interpolation between order statistics (the
 // definition numpy's default uses). Sorts a copy; empty input gives 0.
 double percentile(std::vector<double> values, double q);

@@ -117,18 +117,12 @@ Result<std::unique_ptr<Engine>> load_for(EngineOptions options, const std::strin
   return Engine::create(options);
 }
 
+// exp(mean NLL), and the standard error of the mean (stddev / sqrt(n)) carried through exp.
 Perplexity perplexity_of(const std::vector<double>& nll) {
-  Perplexity p;
-  if (nll.empty()) return p;
-  double mean = 0, sq = 0;
-  for (double x : nll) mean += x;
-  mean /= static_cast<double>(nll.size());
-  for (double x : nll) sq += (x - mean) * (x - mean);
-  const double sem =
-      nll.size() > 1 ? std::sqrt(sq / static_cast<double>(nll.size() - 1) / nll.size()) : 0;
-  p.value = std::exp(mean);
-  p.std_error = p.value * sem;
-  return p;
+  if (nll.empty()) return {};
+  const Stat s = mean_stddev(nll);
+  const double value = std::exp(s.mean);
+  return {value, value * s.stddev / std::sqrt(static_cast<double>(nll.size()))};
 }
 
 }  // namespace

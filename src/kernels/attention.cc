@@ -74,13 +74,7 @@ HWY_INLINE void AttendRowsVector(const Element* keys, const Element* values, siz
       const double dot = hn::GetLane(hn::SumOfLanes(dd, hn::Add(dot_lo, dot_hi)));
       const float s = static_cast<float>(dot) * scale;
 
-      float rescale = 1.0f, weight = 1.0f;
-      if (s > st.m) {
-        rescale = std::exp(st.m - s);
-        st.m = s;
-      } else {
-        weight = std::exp(s - st.m);
-      }
+      const auto [rescale, weight] = online_softmax_step(st, s);
       const VF vrescale = hn::Set(df, rescale), vweight = hn::Set(df, weight);
       bool round = kF16 && st.f16_accumulator;
       for (size_t d = 0; d < head_dim; d += lanes) {
@@ -104,7 +98,6 @@ HWY_INLINE void AttendRowsVector(const Element* keys, const Element* values, siz
         hn::StoreU(a, df, acc + d);
       }
       if (kF16) st.f16_accumulator = round;
-      st.sum = std::fma(st.sum, rescale, weight);
     }
   }
 }

@@ -2,6 +2,7 @@
 // softmax over rows of keys and values (one page of the KV cache at a time).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -15,6 +16,26 @@ struct OnlineSoftmax {
   float sum = 0.0f;
   bool f16_accumulator = true;  // cleared once acc nears the f16 range
 };
+
+// How score s of the next position enters the state: where s raises the maximum, acc is rescaled
+// by exp(m - s) and V[t] weighs 1; else acc stays and V[t] weighs exp(s - m). Updates m and sum;
+// the caller applies acc = acc * rescale + V[t] * weight. std::exp, as the reference engine's
+// attention uses it: a vector exp rounds differently now and then, which an f16 accumulator
+// turns into visible logit differences.
+struct SoftmaxStep {
+  float rescale = 1.0f, weight = 1.0f;
+};
+inline SoftmaxStep online_softmax_step(OnlineSoftmax& st, float s) {
+  SoftmaxStep step;
+  if (s > st.m) {
+    step.rescale = std::exp(st.m - s);
+    st.m = s;
+  } else {
+    step.weight = std::exp(s - st.m);
+  }
+  st.sum = std::fma(st.sum, step.rescale, step.weight);
+  return step;
+}
 
 // Largest magnitude an f16 accumulator may reach before it would round to infinity.
 inline constexpr float kF16AccumulatorLimit = 60000.0f;

@@ -296,6 +296,15 @@ inline constexpr size_t kMaxGroupTokens = 2;  // 4 accumulators per token of the
 // (2 KB) are still in L1 when the second half reads them.
 inline constexpr size_t kMaxGroupTokensK = 2;
 
+// y[t * y_stride + r] for the group's 16 rows r (rows 0-7 in acc[t][0], 8-15 in acc[t][1]).
+template <size_t kT>
+HWY_INLINE void StoreRowHalves(const __m256 (*acc)[2], float* y, size_t y_stride) {
+  for (size_t t = 0; t < kT; ++t) {
+    _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
+    _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
+  }
+}
+
 HWY_INLINE __m256i Broadcast4x8(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -376,10 +385,7 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
       }
     }
   }
-  for (size_t t = 0; t < kT; ++t) {
-    _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
-    _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
-  }
+  StoreRowHalves<kT>(acc, y, y_stride);
 }
 
 // The VNNI GroupQ6K's sums, rows 0-7 then 8-15: 6-bit quants' product pairs (at most
@@ -459,10 +465,7 @@ HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
       }
     }
   }
-  for (size_t t = 0; t < kT; ++t) {
-    _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
-    _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
-  }
+  StoreRowHalves<kT>(acc, y, y_stride);
 }
 
 template <size_t kT, bool kQ8>
@@ -484,11 +487,7 @@ HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* co
     }
     for (size_t e = 0; e < 8; ++e) {
       __m256i act[kT];
-      for (size_t t = 0; t < kT; ++t) {
-        int32_t four;
-        std::memcpy(&four, a[t][b].qs + 4 * e, 4);
-        act[t] = _mm256_set1_epi32(four);
-      }
+      for (size_t t = 0; t < kT; ++t) act[t] = Broadcast4x8(a[t][b].qs + 4 * e);
       for (size_t h = 0; h < 2; ++h) {
         __m256i u, q = _mm256_setzero_si256();
         if constexpr (kQ8) {
@@ -512,18 +511,14 @@ HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* co
       }
     }
     for (size_t h = 0; h < 2; ++h) {
-      const __m256 dw =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 16 * h)));
+      const __m256 dw = LoadHalf8(gb, h);
       for (size_t t = 0; t < kT; ++t) {
         const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(a[t][b].d));
         acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t][h]), scale, acc[t][h]);
       }
     }
   }
-  for (size_t t = 0; t < kT; ++t) {
-    _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
-    _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
-  }
+  StoreRowHalves<kT>(acc, y, y_stride);
 }
 #endif  // HWY_AVX3 || HWY_AVX2
 

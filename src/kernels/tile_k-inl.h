@@ -31,6 +31,8 @@
 HWY_BEFORE_NAMESPACE();
 namespace strata::kernels::HWY_NAMESPACE {
 
+// The targets whose tiled or interleaved K kernels read ActBlockQ8KTiled.
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // Register k (0-3) of a Q4_K/Q5_K super-block holds the low (k even) or high (k odd) nibbles of
 // qs[64 * (k / 2)] ..+63: sub-block kFirstSubBlock[k] in bytes 0-31 and that + 2 in bytes 32-63.
 inline constexpr int kFirstSubBlock[4] = {0, 1, 4, 5};
@@ -56,6 +58,7 @@ HWY_NOINLINE void PackActK(bool q45_order, const BlockQ8_K* x, size_t n_blocks,
     for (float& z : out.zero) z = 0.0f;
   }
 }
+#endif  // HWY_AVX2 || HWY_AVX3 || HWY_AVX3_DL
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #if HWY_TARGET == HWY_AVX3_DL

@@ -30,13 +30,7 @@ void attend_rows(const Element* keys, const Element* values, size_t n, size_t he
     for (size_t d = 0; d < head_dim; ++d) dot += q[d] * load(k[d]);
     const float s = static_cast<float>(dot) * scale;
 
-    float rescale = 1.0f, weight = 1.0f;
-    if (s > st.m) {
-      rescale = std::exp(st.m - s);
-      st.m = s;
-    } else {
-      weight = std::exp(s - st.m);
-    }
+    const auto [rescale, weight] = online_softmax_step(st, s);
     bool round = kF16 && st.f16_accumulator;
     for (size_t begin = 0; begin < head_dim; begin += 1024) {
       const size_t end = std::min(head_dim, begin + 1024);
@@ -44,7 +38,6 @@ void attend_rows(const Element* keys, const Element* values, size_t n, size_t he
       round = update_accumulator_ref(acc + begin, v, end - begin, rescale, weight, round);
     }
     if (kF16) st.f16_accumulator = round;
-    st.sum = std::fma(st.sum, rescale, weight);
   }
 }
 
