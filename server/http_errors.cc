@@ -27,6 +27,11 @@ Mapping mapping_for(ErrorCode code) {
       return {404, "invalid_request_error", "not_found"};
     case ErrorCode::kUnavailable:
       return {503, "server_error", "server_overloaded"};
+    case ErrorCode::kDeadlineExceeded:
+      return {503, "server_error", "timeout"};
+    case ErrorCode::kCancelled:
+      // nginx's 499: nobody reads it, but logs and metrics see why the request ended.
+      return {499, "server_error", "cancelled"};
     case ErrorCode::kInvalidFile:
     case ErrorCode::kIo:
     case ErrorCode::kInternal:

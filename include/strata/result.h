@@ -10,14 +10,16 @@ namespace strata {
 
 // What went wrong, coarse enough to map onto exit codes and HTTP statuses in one place each.
 enum class ErrorCode {
-  kInvalidArgument,  // the caller passed something malformed (bad flag, bad request field)
-  kInvalidFile,      // a file's contents are corrupt or inconsistent (truncated GGUF, bad offset)
-  kUnsupported,      // well-formed, but strata does not implement it (unknown tensor type, arch)
-  kNotFound,         // a named thing is missing (file, tensor, metadata key)
-  kIo,               // the operating system refused (open, mmap, read)
-  kOutOfRange,       // a size or count past a limit (context length, KV pages)
-  kUnavailable,      // busy right now (queue full); the same call may succeed later
-  kInternal,         // an invariant broke: a bug in strata
+  kInvalidArgument,   // the caller passed something malformed (bad flag, bad request field)
+  kInvalidFile,       // a file's contents are corrupt or inconsistent (truncated GGUF, bad offset)
+  kUnsupported,       // well-formed, but strata does not implement it (unknown tensor type, arch)
+  kNotFound,          // a named thing is missing (file, tensor, metadata key)
+  kIo,                // the operating system refused (open, mmap, read)
+  kOutOfRange,        // a size or count past a limit (context length, KV pages)
+  kUnavailable,       // busy right now (queue full); the same call may succeed later
+  kDeadlineExceeded,  // a time or work budget ran out (--timeout, a schema's compile budget)
+  kCancelled,         // the caller went away or asked to stop (a client that disconnected)
+  kInternal,          // an invariant broke: a bug in strata
 };
 
 struct Error {
