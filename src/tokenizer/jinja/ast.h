@@ -33,9 +33,17 @@ enum class ExprKind : uint8_t {
   kCondExpr,  // children[1] if children[0] else children[2] (children[2] may be null)
 };
 
+// Trees are freed iteratively (ast.cc): a tree built from hostile input, or by code other than
+// the parser, must not overflow the stack when it is destroyed.
 struct Expr {
+  Expr() = default;
+  Expr(Expr&&) = default;
+  Expr& operator=(Expr&&) = default;
+  ~Expr();
+
   ExprKind kind = ExprKind::kLiteral;
   int line = 0;
+  int height = 1;  // nodes on the longest path down to a leaf; the parser bounds it
   Value literal;
   std::string name;      // variable, attribute, filter or test name; operator for kUnary/kBinary
   bool negated = false;  // kTest: "is not"
@@ -65,6 +73,11 @@ struct MacroParam {
 };
 
 struct Stmt {
+  Stmt() = default;
+  Stmt(Stmt&&) = default;
+  Stmt& operator=(Stmt&&) = default;
+  ~Stmt();
+
   StmtKind kind = StmtKind::kData;
   int line = 0;
   std::string text;                  // kData text; kMacro name

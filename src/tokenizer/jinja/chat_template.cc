@@ -1,5 +1,8 @@
 #include "tokenizer/jinja/chat_template.h"
 
+#include <utility>
+
+#include "base/json_depth.h"
 #include "tokenizer/jinja/template.h"
 
 namespace strata::jinja {
@@ -24,6 +27,19 @@ Result<std::string> render_chat(std::string_view template_source, const ChatTemp
                       "chat messages must be a JSON array of message objects");
   if (!inputs.tools.is_null() && !inputs.tools.is_array())
     return make_error(ErrorCode::kInvalidArgument, "chat tools must be a JSON array or null");
+  // Building the context copies the inputs, and nlohmann copies recursively.
+  const std::pair<const char*, const nlohmann::ordered_json*> caller_json[] = {
+      {"messages", &inputs.messages},
+      {"tools", &inputs.tools},
+      {"documents", &inputs.documents},
+      {"template arguments", &inputs.extra}};
+  for (const auto& [what, json] : caller_json) {
+    if (json_deeper_than(*json, kMaxJsonDepth))
+      return make_error(ErrorCode::kInvalidArgument,
+                        std::string("the chat ") + what + " nest deeper than " +
+                            std::to_string(kMaxJsonDepth) +
+                            " levels of arrays and objects; send flatter JSON");
+  }
   STRATA_ASSIGN_OR_RETURN(Template tmpl, Template::parse(template_source));
   return tmpl.render(build_chat_context(inputs), options);
 }

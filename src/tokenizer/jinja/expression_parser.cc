@@ -1,7 +1,23 @@
 // Expression half of the Jinja parser (jinja2 parse_tuple ... parse_primary).
+#include <algorithm>
+
 #include "tokenizer/jinja/parser_internal.h"
 
 namespace strata::jinja::internal {
+
+Result<ExprPtr> Parser::finish(ExprPtr e) {
+  int below = 0;
+  for (const ExprPtr& child : e->children)
+    if (child) below = std::max(below, child->height);
+  for (const auto& [name, value] : e->kwargs)
+    if (value) below = std::max(below, value->height);
+  e->height = below + 1;
+  if (e->height > kMaxParseDepth)
+    return error_at(e->line, "expression nests deeper than " + std::to_string(kMaxParseDepth) +
+                                 " levels; split long chains of operators, filters, attributes "
+                                 "or calls with {% set %}");
+  return e;
+}
 
 bool Parser::at_tuple_end(std::initializer_list<std::string_view> extra_end) const {
   TokenType t = cur().type;
@@ -38,7 +54,7 @@ Result<ExprPtr> Parser::parse_tuple(bool with_condexpr,
   }
   auto e = make(ExprKind::kTuple, line);
   e->children = std::move(items);
-  return e;
+  return finish(std::move(e));
 }
 
 Result<ExprPtr> Parser::parse_expression(bool with_condexpr) {
@@ -59,17 +75,17 @@ Result<ExprPtr> Parser::parse_expression(bool with_condexpr) {
     cond->children.push_back(std::move(test));
     cond->children.push_back(std::move(expr));
     cond->children.push_back(std::move(otherwise));
-    expr = std::move(cond);
+    STRATA_ASSIGN_OR_RETURN(expr, finish(std::move(cond)));
   }
   return expr;
 }
 
-ExprPtr Parser::binary(std::string op, ExprPtr left, ExprPtr right, int line) {
+Result<ExprPtr> Parser::binary(std::string op, ExprPtr left, ExprPtr right, int line) {
   auto e = make(ExprKind::kBinary, line);
   e->name = std::move(op);
   e->children.push_back(std::move(left));
   e->children.push_back(std::move(right));
-  return e;
+  return finish(std::move(e));
 }
 
 Result<ExprPtr> Parser::parse_or() {
@@ -78,7 +94,7 @@ Result<ExprPtr> Parser::parse_or() {
     int line = cur().line;
     next();
     STRATA_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
-    left = binary("or", std::move(left), std::move(right), line);
+    STRATA_ASSIGN_OR_RETURN(left, binary("or", std::move(left), std::move(right), line));
   }
   return left;
 }
@@ -89,7 +105,7 @@ Result<ExprPtr> Parser::parse_and() {
     int line = cur().line;
     next();
     STRATA_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
-    left = binary("and", std::move(left), std::move(right), line);
+    STRATA_ASSIGN_OR_RETURN(left, binary("and", std::move(left), std::move(right), line));
   }
   return left;
 }
@@ -103,7 +119,7 @@ Result<ExprPtr> Parser::parse_not() {
     next();
     STRATA_ASSIGN_OR_RETURN(ExprPtr operand, parse_not());
     e->children.push_back(std::move(operand));
-    return e;
+    return finish(std::move(e));
   }
   return parse_compare();
 }
@@ -137,7 +153,8 @@ Result<ExprPtr> Parser::parse_compare() {
     chain->ops.push_back(op);
     chain->children.push_back(std::move(operand));
   }
-  return chain ? std::move(chain) : std::move(first);
+  if (!chain) return first;
+  return finish(std::move(chain));
 }
 
 Result<ExprPtr> Parser::parse_math1() {
@@ -147,7 +164,7 @@ Result<ExprPtr> Parser::parse_math1() {
     int line = cur().line;
     next();
     STRATA_ASSIGN_OR_RETURN(ExprPtr right, parse_concat());
-    left = binary(op, std::move(left), std::move(right), line);
+    STRATA_ASSIGN_OR_RETURN(left, binary(op, std::move(left), std::move(right), line));
   }
   return left;
 }
@@ -158,7 +175,7 @@ Result<ExprPtr> Parser::parse_concat() {
     int line = cur().line;
     next();
     STRATA_ASSIGN_OR_RETURN(ExprPtr right, parse_math2());
-    left = binary("~", std::move(left), std::move(right), line);
+    STRATA_ASSIGN_OR_RETURN(left, binary("~", std::move(left), std::move(right), line));
   }
   return left;
 }
@@ -170,7 +187,7 @@ Result<ExprPtr> Parser::parse_math2() {
     int line = cur().line;
     next();
     STRATA_ASSIGN_OR_RETURN(ExprPtr right, parse_pow());
-    left = binary(op, std::move(left), std::move(right), line);
+    STRATA_ASSIGN_OR_RETURN(left, binary(op, std::move(left), std::move(right), line));
   }
   return left;
 }
@@ -181,7 +198,7 @@ Result<ExprPtr> Parser::parse_pow() {
     int line = cur().line;
     next();
     STRATA_ASSIGN_OR_RETURN(ExprPtr right, parse_unary(true));
-    left = binary("**", std::move(left), std::move(right), line);
+    STRATA_ASSIGN_OR_RETURN(left, binary("**", std::move(left), std::move(right), line));
   }
   return left;
 }
@@ -196,6 +213,7 @@ Result<ExprPtr> Parser::parse_unary(bool with_filter) {
     next();
     STRATA_ASSIGN_OR_RETURN(ExprPtr operand, parse_unary(false));
     node->children.push_back(std::move(operand));
+    STRATA_ASSIGN_OR_RETURN(node, finish(std::move(node)));
   } else {
     STRATA_ASSIGN_OR_RETURN(node, parse_primary());
   }
@@ -272,7 +290,7 @@ Result<ExprPtr> Parser::parse_primary() {
       e->children.push_back(std::move(item));
     }
     next();
-    return e;
+    return finish(std::move(e));
   }
   if (accept_op("{")) {
     auto e = make(ExprKind::kDict, line);
@@ -286,7 +304,7 @@ Result<ExprPtr> Parser::parse_primary() {
       e->children.push_back(std::move(value));
     }
     next();
-    return e;
+    return finish(std::move(e));
   }
   return error_at(t, "unexpected " + describe(t));
 }
@@ -302,13 +320,13 @@ Result<ExprPtr> Parser::parse_postfix(ExprPtr node) {
         next();
         e->children.push_back(std::move(node));
         e->children.push_back(std::move(index));
-        node = std::move(e);
+        STRATA_ASSIGN_OR_RETURN(node, finish(std::move(e)));
         continue;
       }
       auto e = make(ExprKind::kGetAttr, line);
       STRATA_ASSIGN_OR_RETURN(e->name, expect_name());
       e->children.push_back(std::move(node));
-      node = std::move(e);
+      STRATA_ASSIGN_OR_RETURN(node, finish(std::move(e)));
     } else if (accept_op("[")) {
       STRATA_ASSIGN_OR_RETURN(node, parse_subscript(std::move(node), line));
     } else if (is_op("(")) {
@@ -342,7 +360,7 @@ Result<ExprPtr> Parser::parse_subscript(ExprPtr target, int line) {
     e->children.push_back(std::move(parts[1]));
     e->children.push_back(std::move(parts[2]));
   }
-  return e;
+  return finish(std::move(e));
 }
 
 // Parses "(args, kw=value)" into e->children (after any existing ones) and e->kwargs.
@@ -377,7 +395,7 @@ Result<ExprPtr> Parser::parse_call(ExprPtr callee) {
   auto e = make(ExprKind::kCall, cur().line);
   e->children.push_back(std::move(callee));
   STRATA_RETURN_IF_ERROR(parse_call_args(e.get()));
-  return e;
+  return finish(std::move(e));
 }
 
 // `| name` or `| name(args)`; input may be null (filter blocks, set blocks).
@@ -390,7 +408,7 @@ Result<ExprPtr> Parser::parse_filter(ExprPtr input) {
   }
   e->children.push_back(std::move(input));
   if (is_op("(")) STRATA_RETURN_IF_ERROR(parse_call_args(e.get()));
-  return e;
+  return finish(std::move(e));
 }
 
 Result<ExprPtr> Parser::parse_test(ExprPtr input) {
@@ -412,7 +430,7 @@ Result<ExprPtr> Parser::parse_test(ExprPtr input) {
     STRATA_ASSIGN_OR_RETURN(arg, parse_postfix(std::move(arg)));
     e->children.push_back(std::move(arg));
   }
-  return e;
+  return finish(std::move(e));
 }
 
 }  // namespace strata::jinja::internal

@@ -10,8 +10,9 @@
 
 namespace strata::jinja {
 
-// Deepest expression or statement nesting accepted, so parsing and evaluation stay within the
-// stack.
+// Deepest statement or expression nesting accepted, and the tallest expression tree (each link of
+// a chain such as `a + b + c`, `x.a.b`, `x|f|g` or `f()()` is one level), so that parsing and
+// evaluation stay within the stack. The chat templates in the test data reach 12 levels.
 inline constexpr int kMaxParseDepth = 128;
 
 // Parses a whole template. Errors name the line and what was expected or is unsupported.

@@ -68,8 +68,9 @@ class Parser {
         return "'" + t.text + "'";
     }
   }
-  Error error_at(const Token& t, const std::string& what) const {
-    return make_error(ErrorCode::kInvalidArgument, "line " + std::to_string(t.line) + ": " + what);
+  Error error_at(const Token& t, const std::string& what) const { return error_at(t.line, what); }
+  static Error error_at(int line, const std::string& what) {
+    return make_error(ErrorCode::kInvalidArgument, "line " + std::to_string(line) + ": " + what);
   }
   Status expect_op(std::string_view op) {
     if (accept_op(op)) return ok_status();
@@ -109,6 +110,12 @@ class Parser {
     return ok_status();
   }
 
+  // Sets e's height from its finished subtrees and refuses a tree taller than kMaxParseDepth.
+  // Recursion depth alone does not bound the tree: left-associative chains (`1 + 1 + ...`,
+  // `x.a.a...`, `x|f|f...`, `f()()...`) are built in a loop, one level per link, and evaluating
+  // the tree recurses once per level.
+  Result<ExprPtr> finish(ExprPtr e);
+
   // Statements (parser.cc).
   // Parses until a block tag whose name is in end_tags; leaves the position after that name and
   // stores the name in *end. An empty end_tags means parse to the end of the template.
@@ -131,7 +138,7 @@ class Parser {
   Result<ExprPtr> parse_tuple(bool with_condexpr, std::initializer_list<std::string_view> extra_end,
                               bool explicit_parens);
   Result<ExprPtr> parse_expression(bool with_condexpr);
-  ExprPtr binary(std::string op, ExprPtr left, ExprPtr right, int line);
+  Result<ExprPtr> binary(std::string op, ExprPtr left, ExprPtr right, int line);
   Result<ExprPtr> parse_or();
   Result<ExprPtr> parse_and();
   Result<ExprPtr> parse_not();

@@ -1,5 +1,6 @@
 #include "tokenizer/jinja/template.h"
 
+#include "base/json_depth.h"
 #include "tokenizer/jinja/interpreter.h"
 #include "tokenizer/jinja/lexer.h"
 #include "tokenizer/jinja/parser.h"
@@ -29,6 +30,10 @@ Result<std::string> Template::render(const nlohmann::ordered_json& context,
 
 Result<std::string> Template::render(const nlohmann::json& context,
                                      const RenderOptions& options) const {
+  if (json_deeper_than(context, kMaxJsonDepth))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "template context nests deeper than " + std::to_string(kMaxJsonDepth) +
+                          " levels of arrays and objects; flatten the JSON passed to the template");
   // dump() with replacement so invalid UTF-8 in the caller's strings cannot throw.
   auto ordered = nlohmann::ordered_json::parse(
       context.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), nullptr,

@@ -1,6 +1,7 @@
 // Runtime values of the Jinja interpreter, modelled on the Python objects jinja2 works with.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -133,5 +134,21 @@ Result<int> py_compare(const Value& a, const Value& b);
 std::string py_str(const Value& v);
 // Python repr(x).
 std::string py_repr(const Value& v);
+
+// Whether `j` nests arrays and objects more than `limit` deep. Copying, comparing and dump() of
+// nlohmann JSON recurse once per level, so caller JSON already parsed elsewhere is measured with
+// this (itself iterative) before anything walks it.
+template <typename Json>
+bool json_deeper_than(const Json& j, size_t limit) {
+  std::vector<std::pair<const Json*, size_t>> pending = {{&j, 0}};
+  while (!pending.empty()) {
+    auto [node, depth] = pending.back();
+    pending.pop_back();
+    if (!node->is_structured()) continue;
+    if (depth + 1 > limit) return true;
+    for (const auto& child : *node) pending.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
 
 }  // namespace strata::jinja
