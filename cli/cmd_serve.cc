@@ -118,11 +118,16 @@ Command add_serve_command(CLI::App& app) {
                   "tokens per forward pass (prompt chunks and decode tokens together)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_option("--max-body", f->http.max_body_bytes, "largest request body in bytes")
+  sub->add_option("--max-body", f->http.transport.max_body_bytes, "largest request body in bytes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_option("--http-threads", f->http.http_threads,
-                  "HTTP threads (0: parallel + max-queue + 32, as each stream holds one)")
+  sub->add_option(
+         "--http-threads", f->http.transport.handler_threads,
+         "request handler threads (0: parallel + max-queue + 32, as each stream holds one)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option(
+         "--max-connections", f->http.transport.max_connections,
+         "open connections; past it new ones get 503 (0: 4 x handler threads, at least 256)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--metrics-window", f->metrics_window_s,
                   "seconds of the sliding window for the p50/p99 metrics")

@@ -1,7 +1,5 @@
 #include "server/completion_handler.h"
 
-#include <httplib.h>
-
 #include <optional>
 #include <random>
 
@@ -81,9 +79,7 @@ struct Collector {
       }
     }
     if (t.finish == FinishReason::kError && !error) {
-      error = make_error(t.error.find("--timeout") != std::string::npos ? ErrorCode::kUnavailable
-                                                                        : ErrorCode::kInternal,
-                         t.error);
+      error = make_error(e.error_code, t.error);
     } else if (t.finish == FinishReason::kCancelled && !error) {
       error = make_error(ErrorCode::kUnavailable, "the request was cancelled by the server");
     }
@@ -125,6 +121,15 @@ std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
   }
   const size_t context = engine.model().context;
   const size_t n_vocab = engine.model().n_vocab;
+  for (const auto& [id, bias] : base.sampling.logit_bias) {
+    if (static_cast<size_t>(id) >= n_vocab) {
+      return RequestError{
+          make_error(ErrorCode::kInvalidArgument, "'logit_bias' names token " + std::to_string(id) +
+                                                      ", outside the vocabulary of " +
+                                                      std::to_string(n_vocab) + " tokens"),
+          "logit_bias"};
+    }
+  }
   std::vector<GenerationRequest> choices;
   std::random_device random;
   for (const std::vector<TokenId>& prompt : prompts) {
@@ -161,25 +166,28 @@ std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
   return choices;
 }
 
-void respond_whole(std::shared_ptr<Job> job, Collector& collector, const ResponseHeader& header,
-                   httplib::Response& res) {
+// Waits for every choice to finish, then answers with the whole response. Nothing is written
+// until then, so a client that leaves is noticed by polling the exchange, not by a failed write.
+void respond_whole(Job& job, Collector& collector, const ResponseHeader& header,
+                   HttpExchange& exchange) {
   ChoiceEvent e;
   std::string text;
   std::vector<LogprobEntry> entries;
-  while (!collector.done()) {
-    if (job->next(e, kEventWait)) collector.add(e, text, entries);
-    if (collector.error) break;
+  while (!collector.done() && !collector.error) {
+    if (exchange.client_gone()) return job.cancel();
+    if (job.next(e, kEventWait)) collector.add(e, text, entries);
   }
   if (collector.error) {
-    job->cancel();
-    return send_error(res, *collector.error);
+    job.cancel();
+    return send_error(exchange, *collector.error);
   }
   std::vector<ChoiceResult> results;
   for (ChoiceState& c : collector.choices) {
     c.result.has_logprobs = collector.logprobs;
     results.push_back(std::move(c.result));
   }
-  res.set_content(completion_body(header, results, collector.usage()), "application/json");
+  exchange.respond(
+      {200, "application/json", {}, completion_body(header, results, collector.usage())});
 }
 
 // SSE chunks for one choice's tool-stream delta: content, then call pieces (new calls get ids).
@@ -194,123 +202,120 @@ std::string tool_stream_chunks(const ResponseHeader& header, size_t choice,
   return out + sse_event(tool_call_deltas_chunk(header, choice, delta.calls, ids));
 }
 
-// Streams the job's events as SSE chunks. The provider runs on this request's HTTP thread; it
-// returns false (ending the response) when the client is gone, and the releaser then cancels
-// the job so its sequences free their KV pages at the worker's next iteration.
-void respond_stream(std::shared_ptr<Job> job, std::shared_ptr<Collector> collector,
-                    ResponseHeader header, std::shared_ptr<void> in_flight,
-                    httplib::Response& res) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  auto started = std::make_shared<bool>(false);
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [job, collector, header, started, in_flight](size_t, httplib::DataSink& sink) {
-        std::string out;
-        if (!*started) {
-          *started = true;
-          if (header.chat) {
-            for (size_t i = 0; i < collector->choices.size(); ++i)
-              out += sse_event(role_chunk(header, i));
-          }
-        }
-        ChoiceEvent e;
-        bool got = job->next(e, kEventWait);
-        while (got) {
-          std::string text;
-          std::vector<LogprobEntry> entries;
-          collector->add(e, text, entries);
-          if (collector->error) {
-            out += sse_event(error_json(*collector->error));
-            out += kSseDone;
-            job->cancel();
-            if (!sink.write(out.data(), out.size())) return false;
-            sink.done();
-            return true;
-          }
-          if (collector->tools) {
-            ChoiceState& c = collector->choices[e.choice];
-            if (!c.tool_stream) c.tool_stream.emplace(collector->tool_format);
-            ToolCallStream::Delta delta = c.tool_stream->push(text);
-            if (e.event.finish != FinishReason::kNone) {
-              ToolCallStream::Delta rest = c.tool_stream->finish();
-              delta.content += rest.content;
-              delta.calls.insert(delta.calls.end(), rest.calls.begin(), rest.calls.end());
-            }
-            out += tool_stream_chunks(header, e.choice, delta, c.tool_call_ids);
-            if (e.event.finish != FinishReason::kNone) {
-              out += sse_event(
-                  finish_chunk(header, e.choice, e.event.finish, !c.tool_call_ids.empty()));
-            }
-          } else {
-            if (!text.empty() || !entries.empty()) {
-              out += sse_event(
-                  text_chunk(header, e.choice, text, collector->logprobs ? &entries : nullptr));
-            }
-            if (e.event.finish != FinishReason::kNone)
-              out += sse_event(finish_chunk(header, e.choice, e.event.finish));
-          }
-          got = job->next(e, std::chrono::milliseconds(0));
-        }
-        if (collector->done()) {
-          if (header.include_usage) out += sse_event(usage_chunk(header, collector->usage()));
-          out += kSseDone;
-        }
-        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-        if (collector->done()) {
-          sink.done();
-          return true;
-        }
-        return out.empty() ? sink.is_writable() : true;
-      },
-      [job](bool) { job->cancel(); });
+// The SSE chunks one event adds to a stream (its text, tool-call pieces, finish reason).
+std::string stream_chunks(Collector& collector, const ResponseHeader& header, const ChoiceEvent& e,
+                          const std::string& text, std::vector<LogprobEntry>& entries) {
+  std::string out;
+  if (collector.tools) {
+    ChoiceState& c = collector.choices[e.choice];
+    if (!c.tool_stream) c.tool_stream.emplace(collector.tool_format);
+    ToolCallStream::Delta delta = c.tool_stream->push(text);
+    if (e.event.finish != FinishReason::kNone) {
+      ToolCallStream::Delta rest = c.tool_stream->finish();
+      delta.content += rest.content;
+      delta.calls.insert(delta.calls.end(), rest.calls.begin(), rest.calls.end());
+    }
+    out += tool_stream_chunks(header, e.choice, delta, c.tool_call_ids);
+    if (e.event.finish != FinishReason::kNone) {
+      out += sse_event(finish_chunk(header, e.choice, e.event.finish, !c.tool_call_ids.empty()));
+    }
+    return out;
+  }
+  if (!text.empty() || !entries.empty()) {
+    out += sse_event(text_chunk(header, e.choice, text, collector.logprobs ? &entries : nullptr));
+  }
+  if (e.event.finish != FinishReason::kNone) {
+    out += sse_event(finish_chunk(header, e.choice, e.event.finish));
+  }
+  return out;
+}
+
+// Streams the job's events as SSE chunks, each batch of events that arrived together as one
+// write. A failed write or a client gone between events cancels the job.
+void respond_stream(Job& job, Collector& collector, const ResponseHeader& header,
+                    HttpExchange& exchange) {
+  HttpResponse head{
+      200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}}, ""};
+  std::string out;
+  if (header.chat) {
+    for (size_t i = 0; i < collector.choices.size(); ++i) out += sse_event(role_chunk(header, i));
+  }
+  // The role chunks go out at once: the client sees its stream open before the first token.
+  if (!exchange.begin_stream(head) || !exchange.write(out)) return job.cancel();
+  out.clear();
+  ChoiceEvent e;
+  while (!collector.done()) {
+    if (!job.next(e, kEventWait)) {
+      if (exchange.client_gone()) return job.cancel();
+      continue;
+    }
+    do {
+      std::string text;
+      std::vector<LogprobEntry> entries;
+      collector.add(e, text, entries);
+      if (collector.error) {
+        job.cancel();
+        out += sse_event(error_json(*collector.error));
+        out += kSseDone;
+        exchange.write(out);
+        exchange.end_stream();
+        return;
+      }
+      out += stream_chunks(collector, header, e, text, entries);
+    } while (job.next(e, std::chrono::milliseconds(0)));
+    if (collector.done()) {
+      if (header.include_usage) out += sse_event(usage_chunk(header, collector.usage()));
+      out += kSseDone;
+    }
+    if (!out.empty() && !exchange.write(out)) return job.cancel();
+    out.clear();
+  }
+  exchange.end_stream();
 }
 
 }  // namespace
 
-void send_error(httplib::Response& res, const Error& error, const std::string& param) {
-  HttpError e = http_error(error, param);
-  res.status = e.status;
-  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
-  res.set_content(e.body, "application/json");
-}
-
-void handle_completion(const CompletionContext& ctx, bool chat, const httplib::Request& req,
-                       httplib::Response& res) {
+void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& exchange) {
+  const std::string& body = exchange.request().body;
   std::variant<CompletionRequest, RequestError> parsed =
-      chat ? parse_chat_request(req.body) : parse_completion_request(req.body);
-  if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(res, e->error, e->param);
+      chat ? parse_chat_request(body) : parse_completion_request(body);
+  if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(exchange, e->error, e->param);
   const CompletionRequest& request = std::get<CompletionRequest>(parsed);
   const Engine* engine = ctx.worker.engine();
   if (!engine) {
-    return send_error(res, make_error(ErrorCode::kUnavailable, "the model is still loading"));
+    return send_error(exchange, make_error(ErrorCode::kUnavailable, "the model is still loading"));
   }
-  auto collector = std::make_shared<Collector>(*engine);
+  Collector collector(*engine);
   std::variant<std::vector<GenerationRequest>, RequestError> choices =
-      build_choices(ctx, *engine, request, collector->prompt_tokens);
-  if (auto* e = std::get_if<RequestError>(&choices)) return send_error(res, e->error, e->param);
-  collector->logprobs = request.generation.logprobs;
-  collector->tools = request.uses_tools() && ctx.chat_template.ok();
-  if (collector->tools) {
-    collector->tool_format = detect_tool_call_format(ctx.chat_template->source);
+      build_choices(ctx, *engine, request, collector.prompt_tokens);
+  if (auto* e = std::get_if<RequestError>(&choices))
+    return send_error(exchange, e->error, e->param);
+  collector.logprobs = request.generation.logprobs;
+  collector.tools = request.uses_tools() && ctx.chat_template.ok();
+  if (collector.tools) {
+    collector.tool_format = detect_tool_call_format(ctx.chat_template->source);
   }
-  collector->choices.resize(std::get<0>(choices).size());
+  collector.choices.resize(std::get<0>(choices).size());
   // Compiled here, on this request's thread: the engine thread only finds it in the cache.
   if (Status compiled = engine->prepare_constraint(std::get<0>(choices).front().constraint);
       !compiled.ok()) {
-    return send_error(res, compiled.error());
+    return send_error(exchange, compiled.error());
   }
 
   Result<std::shared_ptr<Job>> job = ctx.worker.enqueue(std::move(std::get<0>(choices)));
-  if (!job.ok()) return send_error(res, job.error());
+  if (!job.ok()) {
+    // Refused for its size rather than for the server's load: the choices are the request's n.
+    const bool too_large = job.error().code == ErrorCode::kInvalidArgument;
+    return send_error(exchange, job.error(), too_large ? "n" : "");
+  }
   Status submitted = (*job)->wait_submitted();
-  if (!submitted.ok()) return send_error(res, submitted.error());
+  if (!submitted.ok()) return send_error(exchange, submitted.error());
 
   ResponseHeader header = make_response_header(chat, ctx.model_id, request.include_usage);
   if (request.stream) {
-    respond_stream(*job, collector, std::move(header), ctx.in_flight, res);
+    respond_stream(**job, collector, header, exchange);
   } else {
-    respond_whole(*job, *collector, header, res);
+    respond_whole(**job, collector, header, exchange);
   }
 }
 

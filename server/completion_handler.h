@@ -6,12 +6,8 @@
 #include <string>
 
 #include "server/engine_worker.h"
+#include "server/http_exchange.h"
 #include "strata/chat.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace strata::server {
 
@@ -19,14 +15,11 @@ struct CompletionContext {
   EngineWorker& worker;
   const Result<ChatTemplateSource>& chat_template;
   const std::string& model_id;
-  // Released when the response is complete: a stream holds it until its last chunk.
-  std::shared_ptr<void> in_flight;
 };
 
-void handle_completion(const CompletionContext& context, bool chat, const httplib::Request& req,
-                       httplib::Response& res);
-
-// Writes `error` as the response (status, OpenAI body, Retry-After for 503).
-void send_error(httplib::Response& res, const Error& error, const std::string& param = "");
+// Answers on the calling (handler) thread until the response is complete, the client is gone
+// (the job is then cancelled, so its sequences free their KV pages at the worker's next
+// iteration) or the job fails.
+void handle_completion(const CompletionContext& context, bool chat, HttpExchange& exchange);
 
 }  // namespace strata::server

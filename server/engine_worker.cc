@@ -104,6 +104,15 @@ Result<std::shared_ptr<Job>> EngineWorker::enqueue(std::vector<GenerationRequest
   const size_t n = choices.size();
   const auto slots = static_cast<size_t>(options_.engine.max_sequences);
   const auto queue = static_cast<size_t>(options_.max_queue);
+  // A job larger than the server can ever hold would be refused forever: that is the request's
+  // fault (400), not a busy server's (503 with Retry-After, which clients retry).
+  if (options_.max_queue > 0 && n > slots + queue) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the request asks for " + std::to_string(n) +
+                          " sequences (prompts x n), more than this server holds at once (" +
+                          std::to_string(slots) + " running + " + std::to_string(queue) +
+                          " waiting); lower n or send fewer prompts");
+  }
   if (options_.max_queue > 0 && in_flight_ + n > slots + queue) {
     return make_error(ErrorCode::kUnavailable,
                       "the server is busy: " + std::to_string(in_flight_) +
@@ -152,6 +161,7 @@ void EngineWorker::on_event(Sequence& seq, const TokenEvent& event) {
     seq.finished = true;
     if (event.finish == FinishReason::kCancelled && seq.timed_out) {
       out.event.finish = FinishReason::kError;
+      out.error_code = ErrorCode::kDeadlineExceeded;
       out.event.error = "the request ran longer than the server's --timeout of " +
                         std::to_string(static_cast<int>(options_.timeout_s)) + " s";
     }

@@ -32,6 +32,7 @@ struct WorkerOptions {
 struct ChoiceEvent {
   size_t choice = 0;  // index into the job's requests
   TokenEvent event;   // kError events carry the reason (e.g. the timeout) in `error`
+  ErrorCode error_code = ErrorCode::kInternal;  // of a kError event: kDeadlineExceeded on timeout
 };
 
 // One HTTP request's engine work: one GenerationRequest per choice, the events they produce

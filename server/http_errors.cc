@@ -72,21 +72,66 @@ HttpError not_found_error(const std::string& path) {
   return {404, body("no such route: " + path, "invalid_request_error", "", "not_found"), 0};
 }
 
-HttpError payload_too_large_error(size_t limit_bytes) {
-  return {
-      413,
-      body("the request body is larger than the limit of " + std::to_string(limit_bytes) + " bytes",
-           "invalid_request_error", "", "payload_too_large"),
-      0};
+HttpError method_not_allowed_error(const std::string& method, const std::string& path,
+                                   const std::string& allowed) {
+  return {405,
+          body(path + " does not take " + method + "; use " + allowed, "invalid_request_error", "",
+               "method_not_allowed"),
+          0};
 }
 
-HttpError status_error(int status) {
+HttpError refusal_error(int status, size_t max_body_bytes) {
+  std::string message;
+  switch (status) {
+    case 408:
+      message = "the request did not arrive in time; send the head and body without pausing";
+      break;
+    case 411:
+      message = "a request body needs a Content-Length header or chunked Transfer-Encoding";
+      break;
+    case 413:
+      message = "the request body is larger than the limit of " + std::to_string(max_body_bytes) +
+                " bytes";
+      break;
+    case 414:
+      message = "the request target is too long";
+      break;
+    case 415:
+      message =
+          "compressed request bodies (Content-Encoding) are not accepted; send the JSON as "
+          "it is";
+      break;
+    case 431:
+      message = "the request head has too many or too large header fields";
+      break;
+    case 501:
+      message = "the only Transfer-Encoding accepted is chunked";
+      break;
+    case 503:
+      message = "the server has too many open connections; retry shortly";
+      break;
+    default:
+      message = "the request failed with HTTP status " + std::to_string(status);
+  }
   const bool client = status < 500;
-  return {status,
-          body("the request failed with HTTP status " + std::to_string(status),
-               client ? "invalid_request_error" : "server_error", "",
-               client ? "bad_request" : "internal_error"),
-          0};
+  const char* code = status == 413   ? "payload_too_large"
+                     : status == 503 ? "server_overloaded"
+                     : client        ? "bad_request"
+                                     : "server_error";
+  return {status, body(message, client ? "invalid_request_error" : "server_error", "", code),
+          status == 503 ? kRetryAfterSeconds : 0};
+}
+
+void send(HttpExchange& exchange, const HttpError& error) {
+  HttpResponse response{error.status, "application/json", {}, error.body};
+  if (error.retry_after_s > 0) {
+    response.headers.emplace_back("Retry-After", std::to_string(error.retry_after_s));
+  }
+  exchange.respond(std::move(response));
+}
+
+void send_error(HttpExchange& exchange, const Error& error, const std::string& param) {
+  send(exchange, http_error(error, param));
 }
 
 std::string error_json(const Error& error) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "server/http_exchange.h"
 #include "strata/result.h"
 
 namespace strata::server {
@@ -20,12 +21,18 @@ inline constexpr int kRetryAfterSeconds = 1;
 // A request-level error for `error`, naming `param` (the request field at fault) when known.
 HttpError http_error(const Error& error, const std::string& param = "");
 
-// Errors that have no strata ErrorCode: authentication, routing, body size.
+// Errors that have no strata ErrorCode: authentication and routing.
 HttpError unauthorized_error();
 HttpError not_found_error(const std::string& path);
-HttpError payload_too_large_error(size_t limit_bytes);
-// Any other status the HTTP library set on its own (e.g. 400 for a malformed request line).
-HttpError status_error(int status);
+HttpError method_not_allowed_error(const std::string& method, const std::string& path,
+                                   const std::string& allowed);
+// A request the HTTP transport refused before routing (400, 408, 411, 413, 414, 415, 431, 501,
+// 503 when every connection is taken), saying what the client should change.
+HttpError refusal_error(int status, size_t max_body_bytes);
+
+// Answers the exchange with `error` (its status, OpenAI body, and Retry-After for 503).
+void send(HttpExchange& exchange, const HttpError& error);
+void send_error(HttpExchange& exchange, const Error& error, const std::string& param = "");
 
 // The error object alone ({"error": {...}}) for an SSE chunk sent after the stream has begun.
 std::string error_json(const Error& error);

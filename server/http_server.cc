@@ -1,11 +1,9 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "server/chat_page.h"
 #include "server/completion_handler.h"
@@ -17,14 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string>& known_routes() {
-  static const std::set<std::string> routes = {
-      "/",         "/index.html",          "/health",           "/metrics",        "/v1/models",
-      "/models",   "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions",
-      "/tokenize", "/detokenize"};
-  return routes;
-}
-
 // Compares without an early exit, so the time taken says nothing about how much matched.
 bool same_secret(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -32,15 +22,22 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0 && !b.empty();
 }
 
-void send(httplib::Response& res, const HttpError& e) {
-  res.status = e.status;
-  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
-  res.set_content(e.body, "application/json");
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void respond_json(HttpExchange& exchange, const json& body) {
+  exchange.respond({200, "application/json", {}, dump(body)});
 }
 
-constexpr int kListenBacklog = 1024;
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+TransportOptions transport_options(TransportOptions t, size_t expected_streams) {
+  // Each open stream holds a handler thread for its whole life; leave room beyond them for
+  // scrapes, health checks and refused requests so that none of these waits behind the streams.
+  if (t.handler_threads == 0) t.handler_threads = std::min<size_t>(expected_streams + 32, 1024);
+  // Connections cost a socket and a timer until their deadlines close them; a cap well above the
+  // handler threads keeps kept-alive clients and a burst of refused ones from crowding out new
+  // clients, while bounding what a flood of idle connections can hold.
+  if (t.max_connections == 0) t.max_connections = std::max<size_t>(4 * t.handler_threads, 256);
+  return t;
+}
 
 }  // namespace
 
@@ -49,106 +46,101 @@ HttpServer::HttpServer(ServerOptions options, EngineWorker& worker, Metrics& met
     : options_(std::move(options)),
       worker_(worker),
       metrics_(metrics),
-      chat_template_(load_chat_template(options_.model_path)),
-      http_(std::make_unique<httplib::Server>()) {
-  // Each open stream holds a thread for its whole life; leave room beyond them for scrapes,
-  // health checks and refused requests so that none of these waits behind the streams.
-  const size_t threads = options_.http_threads > 0 ? static_cast<size_t>(options_.http_threads)
-                                                   : std::min<size_t>(expected_streams + 32, 1024);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  // httplib's own options (SO_REUSEADDR) plus noting the socket, whose listen backlog bind()
-  // raises.
-  http_->set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_socket_ = sock;
-  });
+      chat_template_(load_chat_template(options_.model_path)) {
+  options_.transport = transport_options(options_.transport, expected_streams);
   install_routes();
+  transport_ = make_beast_transport(
+      options_.transport,
+      {[this](HttpExchange& exchange) { dispatch(exchange); },
+       [this](int status, const std::string& target) { return refusal(status, target); }});
 }
 
 HttpServer::~HttpServer() { stop(); }
 
-Status HttpServer::bind() {
-  const int port = options_.port == 0
-                       ? http_->bind_to_any_port(options_.host)
-                       : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
-  if (port <= 0) {
-    return make_error(ErrorCode::kIo, "cannot listen on " + options_.host + ":" +
-                                          std::to_string(options_.port) +
-                                          " (in use, or not an address of this machine)");
-  }
-  port_ = port;
-  // httplib listens with a backlog of 5: a burst of clients connecting at once would overflow
-  // it and see stalled or reset connections instead of a quick answer (a 503 at worst).
-  if (listen_socket_ >= 0) ::listen(listen_socket_, kListenBacklog);
-  return ok_status();
+Status HttpServer::bind() { return transport_->bind(options_.host, options_.port); }
+
+void HttpServer::listen() { transport_->run(); }
+
+void HttpServer::stop() { transport_->stop(); }
+
+HttpResponse HttpServer::refusal(int status, const std::string& target) {
+  metrics_.count_request(routes_.count(target) > 0 ? target : "other", status);
+  HttpError e = refusal_error(status, options_.transport.max_body_bytes);
+  HttpResponse response{e.status, "application/json", {}, std::move(e.body)};
+  if (e.retry_after_s > 0)
+    response.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
+  return response;
 }
 
-void HttpServer::listen() { http_->listen_after_bind(); }
-
-void HttpServer::stop() {
-  if (http_) http_->stop();
-}
-
-bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res) const {
+bool HttpServer::authorized(const HttpRequest& request) const {
   if (options_.api_key.empty()) return true;
-  const std::string auth = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  if (auth.rfind(prefix, 0) == 0 && same_secret(auth.substr(prefix.size()), options_.api_key)) {
-    return true;
+  // RFC 9110 §11.1: the scheme name is case-insensitive ("bearer" is as good as "Bearer").
+  const std::string auth = request.header("Authorization");
+  constexpr std::string_view kScheme = "bearer ";
+  if (auth.size() < kScheme.size() ||
+      strncasecmp(auth.data(), kScheme.data(), kScheme.size()) != 0) {
+    return false;
   }
-  send(res, unauthorized_error());
-  return false;
+  return same_secret(auth.substr(kScheme.size()), options_.api_key);
+}
+
+void HttpServer::add(const std::string& method, const std::vector<std::string>& paths,
+                     HttpHandler handler, bool needs_key) {
+  for (const std::string& path : paths) routes_[path].push_back({method, needs_key, handler});
+}
+
+void HttpServer::dispatch(HttpExchange& exchange) {
+  const HttpRequest& request = exchange.request();
+  const auto found = routes_.find(request.path);
+  if (found == routes_.end()) {
+    send(exchange, not_found_error(request.path));
+  } else {
+    const std::vector<Route>& routes = found->second;
+    const auto route = std::find_if(routes.begin(), routes.end(),
+                                    [&](const Route& r) { return r.method == request.method; });
+    if (route == routes.end()) {
+      std::string allowed;
+      for (const Route& r : routes) allowed += (allowed.empty() ? "" : ", ") + r.method;
+      HttpError e = method_not_allowed_error(request.method, request.path, allowed);
+      exchange.respond({e.status, "application/json", {{"Allow", allowed}}, std::move(e.body)});
+    } else if (route->needs_key && !authorized(request)) {
+      send(exchange, unauthorized_error());
+    } else {
+      route->handler(exchange);
+    }
+  }
+  if (exchange.status() == 0) {
+    send(exchange, http_error(make_error(ErrorCode::kInternal, "the handler sent no response")));
+  }
+  metrics_.count_request(found != routes_.end() ? request.path : "other", exchange.status());
 }
 
 void HttpServer::install_routes() {
-  httplib::Server& s = *http_;
-  // The key is checked inside each protected handler, after httplib has read the body: a
-  // request refused before that would leave its body in a kept-alive connection.
-  auto guarded = [this](httplib::Server::Handler handler) {
-    return [this, handler](const httplib::Request& req, httplib::Response& res) {
-      if (authorized(req, res)) handler(req, res);
-    };
-  };
-
-  // Statuses httplib sets itself (unknown route, body too large) get OpenAI-shaped bodies.
-  s.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        if (res.status == 404) {
-          send(res, not_found_error(req.path));
-        } else if (res.status == 413) {
-          send(res, payload_too_large_error(options_.max_body_bytes));
-        } else {
-          send(res, status_error(res.status));
+  add(
+      "GET", {"/health"},
+      [this](HttpExchange& ex) {
+        switch (worker_.state()) {
+          case EngineWorker::State::kReady:
+            return respond_json(ex, {{"status", "ok"}});
+          case EngineWorker::State::kLoading:
+            return send(ex,
+                        http_error(make_error(ErrorCode::kUnavailable, "the model is loading")));
+          default:
+            return send(
+                ex, http_error(make_error(ErrorCode::kUnavailable, "the server is not serving")));
         }
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+      },
+      /*needs_key=*/false);
 
-  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const bool known = known_routes().count(req.path) > 0;
-    metrics_.count_request(known ? req.path : "other", res.status);
-  });
+  add(
+      "GET", {"/metrics"},
+      [this](HttpExchange& ex) {
+        ex.respond(
+            {200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics_.render(worker_.load())});
+      },
+      /*needs_key=*/false);
 
-  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    switch (worker_.state()) {
-      case EngineWorker::State::kReady:
-        res.set_content(R"({"status":"ok"})", "application/json");
-        return;
-      case EngineWorker::State::kLoading:
-        send(res, http_error(make_error(ErrorCode::kUnavailable, "the model is loading")));
-        return;
-      default:
-        send(res, http_error(make_error(ErrorCode::kUnavailable, "the server is not serving")));
-    }
-  });
-
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(worker_.load()), "text/plain; version=0.0.4; charset=utf-8");
-  });
-
-  auto models = [this](const httplib::Request&, httplib::Response& res) {
+  add("GET", {"/v1/models", "/models"}, [this](HttpExchange& ex) {
     json model = {
         {"id", options_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "strata"}};
     if (const Engine* e = worker_.engine()) {
@@ -156,75 +148,69 @@ void HttpServer::install_routes() {
                        {"n_vocab", e->model().n_vocab},
                        {"architecture", e->model().architecture}};
     }
-    res.set_content(dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
-  };
-  s.Get("/v1/models", guarded(models));
-  s.Get("/models", guarded(models));
+    respond_json(ex, {{"object", "list"}, {"data", json::array({model})}});
+  });
 
   auto completion = [this](bool chat) {
-    return [this, chat](const httplib::Request& req, httplib::Response& res) {
+    return [this, chat](HttpExchange& ex) {
       if (draining_.load()) {
-        return send(res,
+        return send(ex,
                     http_error(make_error(ErrorCode::kUnavailable, "the server is shutting down")));
       }
       ++in_flight_;
-      std::shared_ptr<void> guard(nullptr, [this](void*) { --in_flight_; });
-      handle_completion({worker_, chat_template_, options_.model_id, std::move(guard)}, chat, req,
-                        res);
+      handle_completion({worker_, chat_template_, options_.model_id}, chat, ex);
+      --in_flight_;
     };
   };
-  s.Post("/v1/chat/completions", guarded(completion(true)));
-  s.Post("/chat/completions", guarded(completion(true)));
-  s.Post("/v1/completions", guarded(completion(false)));
-  s.Post("/completions", guarded(completion(false)));
+  add("POST", {"/v1/chat/completions", "/chat/completions"}, completion(true));
+  add("POST", {"/v1/completions", "/completions"}, completion(false));
 
-  s.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-           std::variant<TokenizeRequest, RequestError> parsed = parse_tokenize_request(req.body);
-           if (auto* e = std::get_if<RequestError>(&parsed))
-             return send_error(res, e->error, e->param);
-           const Engine* engine = worker_.engine();
-           if (!engine)
-             return send_error(res, make_error(ErrorCode::kUnavailable, "the model is loading"));
-           const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
-           json tokens = json::array();
-           for (TokenId id : engine->tokenize(r.content, r.add_special, r.parse_special)) {
-             if (r.with_pieces) {
-               tokens.push_back({{"id", id}, {"piece", engine->token_piece(id)}});
-             } else {
-               tokens.push_back(id);
-             }
-           }
-           res.set_content(dump({{"tokens", tokens}}), "application/json");
-         }));
+  add("POST", {"/tokenize"}, [this](HttpExchange& ex) {
+    std::variant<TokenizeRequest, RequestError> parsed = parse_tokenize_request(ex.request().body);
+    if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(ex, e->error, e->param);
+    const Engine* engine = worker_.engine();
+    if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+    const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
+    json tokens = json::array();
+    for (TokenId id : engine->tokenize(r.content, r.add_special, r.parse_special)) {
+      if (r.with_pieces) {
+        tokens.push_back({{"id", id}, {"piece", engine->token_piece(id)}});
+      } else {
+        tokens.push_back(id);
+      }
+    }
+    respond_json(ex, {{"tokens", tokens}});
+  });
 
-  s.Post(
-      "/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-        std::variant<DetokenizeRequest, RequestError> parsed = parse_detokenize_request(req.body);
-        if (auto* e = std::get_if<RequestError>(&parsed))
-          return send_error(res, e->error, e->param);
-        const Engine* engine = worker_.engine();
-        if (!engine)
-          return send_error(res, make_error(ErrorCode::kUnavailable, "the model is loading"));
-        const DetokenizeRequest& r = std::get<DetokenizeRequest>(parsed);
-        for (TokenId id : r.tokens) {
-          if (static_cast<size_t>(id) >= engine->model().n_vocab) {
-            return send_error(
-                res,
-                make_error(ErrorCode::kInvalidArgument,
-                           "'tokens' holds " + std::to_string(id) + ", outside the vocabulary of " +
-                               std::to_string(engine->model().n_vocab) + " tokens"),
-                "tokens");
-          }
-        }
-        res.set_content(dump({{"content", engine->detokenize(r.tokens)}}), "application/json");
-      }));
+  add("POST", {"/detokenize"}, [this](HttpExchange& ex) {
+    std::variant<DetokenizeRequest, RequestError> parsed =
+        parse_detokenize_request(ex.request().body);
+    if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(ex, e->error, e->param);
+    const Engine* engine = worker_.engine();
+    if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+    const DetokenizeRequest& r = std::get<DetokenizeRequest>(parsed);
+    for (TokenId id : r.tokens) {
+      if (static_cast<size_t>(id) >= engine->model().n_vocab) {
+        return send_error(
+            ex,
+            make_error(ErrorCode::kInvalidArgument,
+                       "'tokens' holds " + std::to_string(id) + ", outside the vocabulary of " +
+                           std::to_string(engine->model().n_vocab) + " tokens"),
+            "tokens");
+      }
+    }
+    respond_json(ex, {{"content", engine->detokenize(r.tokens)}});
+  });
 
-  auto page = [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(reinterpret_cast<const char*>(kChatPage), sizeof(kChatPage),
-                    "text/html; charset=utf-8");
-  };
-  s.Get("/", page);
-  s.Get("/index.html", page);
+  add(
+      "GET", {"/", "/index.html"},
+      [](HttpExchange& ex) {
+        ex.respond({200,
+                    "text/html; charset=utf-8",
+                    {},
+                    std::string(reinterpret_cast<const char*>(kChatPage), sizeof(kChatPage))});
+      },
+      /*needs_key=*/false);
 }
 
 }  // namespace strata::server

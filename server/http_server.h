@@ -1,22 +1,21 @@
-// The HTTP face of the server (cpp-httplib): routes, API key, body-size limit, OpenAI-shaped
-// errors, and chunked server-sent events that stop generating when the client goes away. It
-// holds no engine state: requests go to the EngineWorker and events come back from it.
+// The routes of the server: which handler answers which method and path, the API key, and
+// OpenAI-shaped errors for everything the transport or a route refuses. It holds no engine
+// state (requests go to the EngineWorker, events come back from it) and no socket (the
+// transport, server/http_transport.h, owns connections and their limits).
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "server/engine_worker.h"
+#include "server/http_exchange.h"
+#include "server/http_transport.h"
 #include "server/metrics.h"
 #include "strata/chat.h"
 #include "strata/result.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace strata::server {
 
@@ -26,14 +25,20 @@ struct ServerOptions {
   std::string api_key;     // empty: no authentication
   std::string model_id;    // the id /v1/models lists and responses carry
   std::string model_path;  // for the chat template
-  size_t max_body_bytes = 8u << 20;
-  int http_threads = 0;  // 0: enough for every running and queued stream plus scrapes
+  // Connection limits and deadlines; handler_threads 0 means enough for every running and queued
+  // stream plus scrapes, max_connections 0 means four times the handler threads (at least 256).
+  TransportOptions transport = [] {
+    TransportOptions t;
+    t.handler_threads = 0;
+    t.max_connections = 0;
+    return t;
+  }();
 };
 
 class HttpServer {
  public:
-  // `worker` and `metrics` must outlive the server. `expected_streams` sizes the thread pool:
-  // each open stream holds one HTTP thread.
+  // `worker` and `metrics` must outlive the server. `expected_streams` sizes the handler pool:
+  // each open stream holds one handler thread.
   HttpServer(ServerOptions options, EngineWorker& worker, Metrics& metrics,
              size_t expected_streams);
   ~HttpServer();
@@ -42,7 +47,7 @@ class HttpServer {
 
   // Binds the listening socket; afterwards port() is the real port.
   Status bind();
-  int port() const { return port_; }
+  int port() const { return transport_->port(); }
   // Serves until stop(); blocks the calling thread.
   void listen();
   // New generation requests get 503 from now on; requests in flight go on.
@@ -53,17 +58,26 @@ class HttpServer {
   size_t in_flight() const { return in_flight_.load(); }
 
  private:
+  struct Route {
+    std::string method;
+    bool needs_key = true;
+    HttpHandler handler;
+  };
   void install_routes();
-  // True when the request carries the API key (or none is set); else answers 401.
-  bool authorized(const httplib::Request& req, httplib::Response& res) const;
+  void add(const std::string& method, const std::vector<std::string>& paths, HttpHandler handler,
+           bool needs_key = true);
+  // Routes one request: 404, 405, 401 or the route's handler; counts it in the metrics.
+  void dispatch(HttpExchange& exchange);
+  // The response for a request the transport refused before routing (too large, too slow, ...).
+  HttpResponse refusal(int status, const std::string& target);
+  bool authorized(const HttpRequest& request) const;
 
   ServerOptions options_;
   EngineWorker& worker_;
   Metrics& metrics_;
   Result<ChatTemplateSource> chat_template_;
-  std::unique_ptr<httplib::Server> http_;
-  int port_ = 0;
-  int listen_socket_ = -1;
+  std::unordered_map<std::string, std::vector<Route>> routes_;  // by path
+  std::unique_ptr<HttpTransport> transport_;
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
 };

@@ -4,6 +4,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
+
 namespace strata::server {
 namespace {
 
@@ -86,6 +88,13 @@ class Fields {
 };
 
 std::variant<json, RequestError> parse_object(std::string_view body) {
+  if (const size_t depth = json_nesting_depth(body); depth > kMaxJsonDepth) {
+    return RequestError{
+        make_error(ErrorCode::kInvalidArgument, "the request body nests " + std::to_string(depth) +
+                                                    " levels deep, more than the " +
+                                                    std::to_string(kMaxJsonDepth) + " accepted"),
+        ""};
+  }
   json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) {
     return RequestError{make_error(ErrorCode::kInvalidArgument,
@@ -212,6 +221,14 @@ void parse_common(Fields& f, CompletionRequest& r) {
   f.integer("top_k", s.top_k, 0, kIntMax);
   f.number("min_p", s.min_p, 0.0, 1.0);
   f.number("repeat_penalty", s.repeat_penalty, 0.0, 10.0);
+  // 0 is inside the ranges above but means nothing to the sampler (an empty nucleus, a division
+  // by zero): refused here, naming the field, rather than deep in the engine.
+  if (f.find("top_p") && s.top_p <= 0.0f) {
+    f.fail(field_error("top_p", "must be greater than 0 and at most 1 (1 keeps every token)"));
+  }
+  if (f.find("repeat_penalty") && s.repeat_penalty <= 0.0f) {
+    f.fail(field_error("repeat_penalty", "must be greater than 0 (1 is no penalty)"));
+  }
   if (f.find("seed")) {
     int64_t seed = 0;
     f.integer("seed", seed, std::numeric_limits<int64_t>::min(),
@@ -291,6 +308,12 @@ bool copy_tool_fields(const json& m, const std::string& field, json& message, Fi
       json& fn = call["function"];
       if (fn.contains("arguments") && fn["arguments"].is_string()) {
         const std::string text = fn["arguments"].get<std::string>();
+        // The string escaped the body's depth check; parsed, it would nest inside the message.
+        if (json_nesting_depth(text) > kMaxJsonDepth) {
+          f.fail(field_error(field + ".tool_calls", "function arguments nest deeper than " +
+                                                        std::to_string(kMaxJsonDepth) + " levels"));
+          return false;
+        }
         json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
         if (!parsed.is_discarded()) fn["arguments"] = std::move(parsed);
       }

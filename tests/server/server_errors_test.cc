@@ -179,7 +179,7 @@ std::vector<BadRequest> bad_requests() {
   }
   // Authentication.
   for (const char* path : {"/v1/chat/completions", "/v1/completions", "/tokenize"}) {
-    for (const char* auth : {"", "Bearer wrong", "Bearer ", "bearer sk-test-7d1e",
+    for (const char* auth : {"", "Bearer wrong", "Bearer ", "Bearersk-test-7d1e",
                              "Basic c2stdGVzdC03ZDFl", "Bearer sk-test-7d1e-and-more"}) {
       cases.push_back({std::string("auth '") + auth + "' " + path, "POST", path,
                        with_field(true, "n", "1"), 401, "", auth});
@@ -191,7 +191,7 @@ std::vector<BadRequest> bad_requests() {
                            "/v1/completions/x", "/v1/models/a/b"}) {
     cases.push_back({std::string("no route ") + path, "POST", path, "{}", 404});
   }
-  cases.push_back({"GET on a POST route", "GET", "/v1/chat/completions", "", 404});
+  cases.push_back({"GET on a POST route", "GET", "/v1/chat/completions", "", 405});
   // Bodies over the limit.
   cases.push_back({"body over the limit", "POST", "/v1/chat/completions",
                    "{\"messages\": [{\"role\": \"user\", \"content\": \"" +

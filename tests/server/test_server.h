@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,7 +26,9 @@ struct TestServerConfig {
   double timeout_s = 0;
   std::string api_key;
   size_t max_body_bytes = 8u << 20;
-  bool start_worker = true;  // false: the model is not loaded until start_worker() is called
+  std::chrono::milliseconds header_timeout{10'000};
+  size_t max_connections = 0;  // 0: the server's default
+  bool start_worker = true;    // false: the model is not loaded until start_worker() is called
 };
 
 class TestServer {
@@ -46,7 +49,9 @@ class TestServer {
     s.api_key = c.api_key;
     s.model_id = "stories";
     s.model_path = kModel;
-    s.max_body_bytes = c.max_body_bytes;
+    s.transport.max_body_bytes = c.max_body_bytes;
+    s.transport.header_timeout = c.header_timeout;
+    s.transport.max_connections = c.max_connections;
     http_ = std::make_unique<HttpServer>(s, *worker_, metrics_,
                                          static_cast<size_t>(c.parallel + c.max_queue + 24));
     ok_ = http_->bind().ok();
