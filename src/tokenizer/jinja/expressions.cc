@@ -8,10 +8,6 @@
 namespace strata::jinja {
 namespace {
 
-// Nested evaluation (expressions inside macro calls inside expressions) before failing, well
-// within an 8 MiB stack.
-constexpr int kMaxEvalDepth = 1000;
-
 Error type_error(std::string message) {
   return make_error(ErrorCode::kInvalidArgument, std::move(message));
 }
@@ -118,14 +114,14 @@ Result<CallArgs> Interpreter::eval_args(const Expr& expr, size_t first_child,
 }
 
 Result<Value> Interpreter::eval(const Expr& expr, const std::shared_ptr<Frame>& frame) {
-  if (eval_depth_ >= kMaxEvalDepth)
+  if (nesting_depth_ >= kMaxNestingDepth)
     return at_line(make_error(ErrorCode::kOutOfRange,
                               "recursion depth limit exceeded (expressions nest too deeply)"),
                    expr.line);
   STRATA_RETURN_IF_ERROR(charge_steps(1));
-  ++eval_depth_;
+  ++nesting_depth_;
   auto result = eval_inner(expr, frame);
-  --eval_depth_;
+  --nesting_depth_;
   return result;
 }
 

@@ -211,6 +211,18 @@ Result<Flow> Interpreter::exec_body(const StmtList& body, const std::shared_ptr<
 
 Result<Flow> Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
                                std::string* out) {
+  if (nesting_depth_ >= kMaxNestingDepth)
+    return at_line(make_error(ErrorCode::kOutOfRange,
+                              "recursion depth limit exceeded (statements nest too deeply)"),
+                   stmt.line);
+  ++nesting_depth_;
+  auto result = exec_inner(stmt, frame, out);
+  --nesting_depth_;
+  return result;
+}
+
+Result<Flow> Interpreter::exec_inner(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
+                                     std::string* out) {
   switch (stmt.kind) {
     case StmtKind::kData:
       STRATA_RETURN_IF_ERROR(append_output(out, stmt.text));

@@ -62,6 +62,7 @@ class Interpreter {
   Result<Flow> exec_body(const StmtList& body, const std::shared_ptr<Frame>& frame,
                          std::string* out);
   Result<Flow> exec(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string* out);
+  Result<Flow> exec_inner(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string* out);
   Result<Flow> exec_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string* out);
   Status exec_set(const Stmt& stmt, const std::shared_ptr<Frame>& frame, Value value);
   Status assign_targets(const std::vector<std::string>& targets, const Value& value, Frame* frame,
@@ -83,8 +84,12 @@ class Interpreter {
 
   const RenderOptions& options_;
   std::shared_ptr<Frame> globals_;
+  // Statements being executed plus expressions being evaluated, across macro calls: the parser
+  // bounds each template's nesting, but a macro call starts that nesting again, so without one
+  // shared bound 64 nested calls of a deeply nested macro would need tens of MiB of stack.
+  static constexpr int kMaxNestingDepth = 1000;
   int macro_depth_ = 0;
-  int eval_depth_ = 0;
+  int nesting_depth_ = 0;
   int64_t iterations_ = 0;
   int64_t steps_ = 0;
   bool raised_by_template_ = false;

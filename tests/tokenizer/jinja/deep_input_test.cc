@@ -2,7 +2,9 @@
 // freed without recursion, and caller JSON nested past kMaxJsonDepth. Each case once crashed a
 // server with a stack overflow, so a regression shows up as a crash of this test binary.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -125,6 +127,36 @@ TEST(DeepTemplates, ComparisonChainsAreFlat) {
   auto r = render("{{ 1" + repeat(" == 1", kTerms) + " }}");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(*r, "True");
+}
+
+// Runs `fn` on a thread with a 2 MiB stack, glibc's default when the stack limit is unlimited.
+void run_on_small_stack(const std::function<void()>& fn) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 2u << 20);
+  pthread_t thread;
+  auto* arg = const_cast<std::function<void()>*>(&fn);
+  ASSERT_EQ(pthread_create(
+                &thread, &attr,
+                [](void* p) -> void* {
+                  (*static_cast<std::function<void()>*>(p))();
+                  return nullptr;
+                },
+                arg),
+            0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+TEST(DeepTemplates, MacroRecursionThroughNestedStatementsStopsInsideTheStack) {
+  // Each macro call starts the template's nesting over: 64 calls of a body nested 120
+  // statements deep with a 100-level argument would recurse ~14k levels without a shared bound.
+  const std::string body = repeat("{% if true %}", 120) + "{{ m(n + 1" + repeat(" + 0", 99) +
+                           ") }}" + repeat("{% endif %}", 120);
+  const std::string source = "{% macro m(n) %}" + body + "{% endmacro %}{{ m(0) }}";
+  std::string e;
+  run_on_small_stack([&] { e = error_of(source); });
+  EXPECT_NE(e.find("recursion depth limit exceeded"), std::string::npos) << e;
 }
 
 // Trees built by hand, past anything the parser accepts: freeing them must not recurse.
