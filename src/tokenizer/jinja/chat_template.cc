@@ -1,11 +1,24 @@
 #include "tokenizer/jinja/chat_template.h"
 
+#include <string>
 #include <utility>
 
 #include "base/json_depth.h"
 #include "tokenizer/jinja/template.h"
 
 namespace strata::jinja {
+namespace {
+
+// Caller JSON is copied (and copies recurse once per level) before the template sees it.
+Status check_depth(const char* what, const nlohmann::ordered_json& json) {
+  if (!json_deeper_than(json, kMaxJsonDepth)) return ok_status();
+  const std::string limit = std::to_string(kMaxJsonDepth);
+  return make_error(ErrorCode::kInvalidArgument,
+                    std::string("the chat ") + what + " nest deeper than " + limit +
+                        " levels of arrays and objects; send flatter JSON");
+}
+
+}  // namespace
 
 nlohmann::ordered_json build_chat_context(const ChatTemplateInputs& inputs) {
   nlohmann::ordered_json context = nlohmann::ordered_json::object();
@@ -27,19 +40,10 @@ Result<std::string> render_chat(std::string_view template_source, const ChatTemp
                       "chat messages must be a JSON array of message objects");
   if (!inputs.tools.is_null() && !inputs.tools.is_array())
     return make_error(ErrorCode::kInvalidArgument, "chat tools must be a JSON array or null");
-  // Building the context copies the inputs, and nlohmann copies recursively.
-  const std::pair<const char*, const nlohmann::ordered_json*> caller_json[] = {
-      {"messages", &inputs.messages},
-      {"tools", &inputs.tools},
-      {"documents", &inputs.documents},
-      {"template arguments", &inputs.extra}};
-  for (const auto& [what, json] : caller_json) {
-    if (json_deeper_than(*json, kMaxJsonDepth))
-      return make_error(ErrorCode::kInvalidArgument,
-                        std::string("the chat ") + what + " nest deeper than " +
-                            std::to_string(kMaxJsonDepth) +
-                            " levels of arrays and objects; send flatter JSON");
-  }
+  STRATA_RETURN_IF_ERROR(check_depth("messages", inputs.messages));
+  STRATA_RETURN_IF_ERROR(check_depth("tools", inputs.tools));
+  STRATA_RETURN_IF_ERROR(check_depth("documents", inputs.documents));
+  STRATA_RETURN_IF_ERROR(check_depth("template arguments", inputs.extra));
   STRATA_ASSIGN_OR_RETURN(Template tmpl, Template::parse(template_source));
   return tmpl.render(build_chat_context(inputs), options);
 }
@@ -49,6 +53,9 @@ Result<std::string> render_chat(std::string_view template_source,
                                 const nlohmann::ordered_json& tools, bool add_generation_prompt,
                                 std::optional<std::string> bos_token,
                                 std::optional<std::string> eos_token, std::optional<std::tm> now) {
+  // Checked before the copies below, which recurse.
+  STRATA_RETURN_IF_ERROR(check_depth("messages", messages));
+  STRATA_RETURN_IF_ERROR(check_depth("tools", tools));
   ChatTemplateInputs inputs;
   inputs.messages = messages;
   inputs.tools = tools;

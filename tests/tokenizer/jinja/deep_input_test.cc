@@ -240,6 +240,12 @@ TEST(DeepJson, ChatInputsPastTheLimitAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("the chat tools nest deeper than " + limit), std::string::npos);
 
+  r = render_chat("{{ messages }}", nlohmann::ordered_json::array({deep}), nullptr, false,
+                  std::nullopt, std::nullopt, std::nullopt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("the chat messages nest deeper than " + limit),
+            std::string::npos);
+
   inputs.tools = nullptr;
   inputs.extra = {{"deep", deep}};
   r = render_chat("{{ deep }}", inputs, RenderOptions{});
