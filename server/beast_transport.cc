@@ -529,6 +529,10 @@ void BeastTransport::accept() {
       });
       return;
     }
+    // Streamed chunks are small writes that must leave at once, not wait for the previous one's
+    // acknowledgement (Nagle's algorithm).
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
     const bool over = ++connections_ > options_.max_connections;
     auto connection = std::make_shared<Connection>(std::move(socket), *this);
     if (over) {

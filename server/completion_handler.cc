@@ -277,8 +277,15 @@ void respond_stream(Job& job, Collector& collector, const ResponseHeader& header
 
 void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& exchange) {
   const std::string& body = exchange.request().body;
+  const bool large = body.size() >= LargeBodyGate::kLargeBodyBytes;
+  if (large && !ctx.large_bodies.enter(std::chrono::seconds(10))) {
+    return send_error(exchange,
+                      make_error(ErrorCode::kUnavailable,
+                                 "too many large requests are being read; retry shortly"));
+  }
   std::variant<CompletionRequest, RequestError> parsed =
       chat ? parse_chat_request(body) : parse_completion_request(body);
+  if (large) ctx.large_bodies.leave();
   if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(exchange, e->error, e->param);
   const CompletionRequest& request = std::get<CompletionRequest>(parsed);
   const Engine* engine = ctx.worker.engine();

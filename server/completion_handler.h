@@ -2,7 +2,9 @@
 // sequence per choice, and answer with the whole response or a stream of SSE chunks.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <semaphore>
 #include <string>
 
 #include "server/engine_worker.h"
@@ -11,10 +13,26 @@
 
 namespace strata::server {
 
+// Parsing a JSON body costs up to ~15x its size in heap (nlohmann's DOM: a node, a key string
+// and map bookkeeping per value), so a burst of maximal bodies could hold gigabytes at once. Bodies
+// of at least kLargeBodyBytes are parsed a few at a time; small ones, the common case, never wait.
+class LargeBodyGate {
+ public:
+  static constexpr size_t kLargeBodyBytes = 1u << 20;
+  static constexpr int kAtOnce = 2;
+  // False when no slot freed within `wait` (the caller answers 503).
+  bool enter(std::chrono::milliseconds wait) { return slots_.try_acquire_for(wait); }
+  void leave() { slots_.release(); }
+
+ private:
+  std::counting_semaphore<kAtOnce> slots_{kAtOnce};
+};
+
 struct CompletionContext {
   EngineWorker& worker;
   const Result<ChatTemplateSource>& chat_template;
   const std::string& model_id;
+  LargeBodyGate& large_bodies;
 };
 
 // Answers on the calling (handler) thread until the response is complete, the client is gone

@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <malloc.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -113,6 +114,11 @@ void HttpServer::dispatch(HttpExchange& exchange) {
     send(exchange, http_error(make_error(ErrorCode::kInternal, "the handler sent no response")));
   }
   metrics_.count_request(found != routes_.end() ? request.path : "other", exchange.status());
+#ifdef __GLIBC__
+  // The parse of a large body freed many small blocks that glibc keeps in its arenas; hand them
+  // back so that RSS after a burst returns to where it was, not to the burst's peak.
+  if (request.body.size() >= LargeBodyGate::kLargeBodyBytes) malloc_trim(0);
+#endif
 }
 
 void HttpServer::install_routes() {
@@ -158,7 +164,7 @@ void HttpServer::install_routes() {
                     http_error(make_error(ErrorCode::kUnavailable, "the server is shutting down")));
       }
       ++in_flight_;
-      handle_completion({worker_, chat_template_, options_.model_id}, chat, ex);
+      handle_completion({worker_, chat_template_, options_.model_id, large_bodies_}, chat, ex);
       --in_flight_;
     };
   };

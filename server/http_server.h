@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/completion_handler.h"
 #include "server/engine_worker.h"
 #include "server/http_exchange.h"
 #include "server/http_transport.h"
@@ -77,6 +78,7 @@ class HttpServer {
   Metrics& metrics_;
   Result<ChatTemplateSource> chat_template_;
   std::unordered_map<std::string, std::vector<Route>> routes_;  // by path
+  LargeBodyGate large_bodies_;
   std::unique_ptr<HttpTransport> transport_;
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
