@@ -4,6 +4,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "gguf/gguf.h"
 #include "tokenizer/jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -11,7 +12,14 @@
 namespace strata {
 namespace {
 
+// Refuses text nested past kMaxJsonDepth before parsing: the parsed document is copied and
+// dumped on the way into the template, and both recurse once per level.
 Result<nlohmann::ordered_json> parse_json(const std::string& text, const char* what) {
+  if (json_nesting_depth(text) > kMaxJsonDepth) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string(what) + " nest deeper than " + std::to_string(kMaxJsonDepth) +
+                          " levels of arrays and objects; send flatter JSON");
+  }
   nlohmann::ordered_json value =
       nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {

@@ -57,5 +57,45 @@ TEST(ChatTemplateTest, BadInputIsAnError) {
   EXPECT_FALSE(load_chat_template("/nonexistent.gguf").ok());
 }
 
+TEST(ChatTemplateTest, JsonNestedPastTheLimitIsRefused) {
+  // Ten times kMaxJsonDepth (512): the parsed document would be copied and dumped recursively.
+  const std::string deep = std::string(5120, '[') + std::string(5120, ']');
+  ChatRenderRequest r;
+  r.messages_json = R"([{"role": "user", "content": )" + deep + "}]";
+  Result<std::string> out = render_chat_template("{{ messages }}", r);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().message,
+            "the messages nest deeper than 512 levels of arrays and objects; send flatter JSON");
+
+  // An assistant's tool-call arguments 60k objects deep once crashed the server.
+  std::string arguments;
+  for (int i = 0; i < 60'000; ++i) arguments += R"({"a": )";
+  arguments += "1" + std::string(60'000, '}');
+  r.messages_json = R"([{"role": "assistant", "tool_calls": [{"type": "function", "function": )"
+                    R"({"name": "f", "arguments": )" +
+                    arguments + "}}]}]";
+  out = render_chat_template("{{ messages[0].tool_calls[0].function.arguments | tojson }}", r);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("the messages nest deeper than 512"), std::string::npos)
+      << out.error().message;
+
+  r.messages_json = "[]";
+  r.tools_json = "[" + deep + "]";
+  out = render_chat_template("{{ tools }}", r);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("the tools nest deeper than 512"), std::string::npos)
+      << out.error().message;
+}
+
+TEST(ChatTemplateTest, NestedJsonWithinTheLimitRenders) {
+  ChatRenderRequest r;
+  r.messages_json =
+      R"([{"role": "assistant", "tool_calls": [{"function": {"arguments": {"a": [[1]]}}}]}])";
+  Result<std::string> out =
+      render_chat_template("{{ messages[0].tool_calls[0].function.arguments | tojson }}", r);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(*out, R"({"a": [[1]]})");
+}
+
 }  // namespace
 }  // namespace strata
