@@ -1,8 +1,10 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "gguf/names.h"
 #include "kernels/interleave.h"
 #include "kernels/matmul.h"
 
@@ -23,7 +25,7 @@ class Loader {
     STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, file_.require_tensor(name));
     STRATA_RETURN_IF_ERROR(check_shape(*t, {cols, rows}));
     if (!kernels::supports_weight_type(t->type)) {
-      return make_error(ErrorCode::kUnsupported, "tensor " + name + ": type " +
+      return make_error(ErrorCode::kUnsupported, "tensor " + gguf::quoted_name(name) + ": type " +
                                                      std::string(dtype_name(t->type)) +
                                                      " is not supported for weight matrices");
     }
@@ -34,7 +36,8 @@ class Loader {
     STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, file_.require_tensor(name));
     STRATA_RETURN_IF_ERROR(check_shape(*t, {n}));
     if (!kernels::supports_weight_type(t->type)) {
-      return make_error(ErrorCode::kUnsupported, "tensor " + name + ": unsupported type " +
+      return make_error(ErrorCode::kUnsupported, "tensor " + gguf::quoted_name(name) +
+                                                     ": unsupported type " +
                                                      std::string(dtype_name(t->type)));
     }
     Vector v(n);
@@ -50,9 +53,9 @@ class Loader {
  private:
   static Status check_shape(const gguf::TensorInfo& t, const std::vector<uint64_t>& want) {
     if (t.dims != want) {
-      return make_error(ErrorCode::kInvalidFile, "tensor " + t.name + ": shape " +
-                                                     shape_string(t.dims) + ", expected " +
-                                                     shape_string(want));
+      return make_error(ErrorCode::kInvalidFile, "tensor " + gguf::quoted_name(t.name) +
+                                                     ": shape " + shape_string(t.dims) +
+                                                     ", expected " + shape_string(want));
     }
     return ok_status();
   }
@@ -73,6 +76,15 @@ Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) 
     w.output = w.token_embd;  // tied embeddings
   }
   STRATA_ASSIGN_OR_RETURN(w.rope_freqs, load.optional_vector("rope_freqs.weight", c.rope_dims / 2));
+  // RoPE divides each frequency by its rope_freqs entry: a zero, negative or non-finite one
+  // makes every angle, and so every logit, NaN.
+  for (size_t i = 0; i < w.rope_freqs.size(); ++i) {
+    if (!std::isfinite(w.rope_freqs[i]) || !(w.rope_freqs[i] > 0)) {
+      return make_error(ErrorCode::kInvalidFile,
+                        "tensor 'rope_freqs.weight': element " + std::to_string(i) + " is " +
+                            std::to_string(w.rope_freqs[i]) + ", must be a finite number above 0");
+    }
+  }
 
   w.layers.resize(c.n_layers);
   for (size_t i = 0; i < c.n_layers; ++i) {
