@@ -1,4 +1,5 @@
 // Reads the tokenizer.ggml.* metadata of a GGUF file into a VocabSpec.
+#include <cmath>
 #include <string>
 
 #include "gguf/gguf.h"
@@ -65,10 +66,16 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const gguf::File& file) 
                           find_array(file, "tokenizer.ggml.scores", false));
   if (scores != nullptr) {
     spec.scores.reserve(scores->values.size());
-    for (const gguf::Value& value : scores->values) {
-      const std::optional<double> score = value.as_float();
+    for (size_t i = 0; i < scores->values.size(); ++i) {
+      const std::optional<double> score = scores->values[i].as_float();
       if (!score) {
         return make_error(ErrorCode::kInvalidFile, "tokenizer.ggml.scores holds a non-number");
+      }
+      // SentencePiece and Unigram rank pieces by score; a NaN breaks the ordering their queues
+      // and comparisons rely on (infinities still order, so they stay allowed).
+      if (std::isnan(*score)) {
+        return make_error(ErrorCode::kInvalidFile,
+                          "tokenizer.ggml.scores[" + std::to_string(i) + "] is nan (file corrupt)");
       }
       spec.scores.push_back(static_cast<float>(*score));
     }
