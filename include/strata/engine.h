@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/result.h"
+#include "strata/threads.h"
 
 namespace strata {
 
@@ -22,7 +23,7 @@ using TokenId = int32_t;
 
 struct EngineOptions {
   std::string model_path;
-  int threads = 0;        // 0: one per hardware thread
+  int threads = 0;        // 0: one per hardware thread; at most kMaxThreads (strata/threads.h)
   int context = 0;        // tokens per sequence; 0: the model's training context, capped at 4096
   int max_sequences = 1;  // sequences decoded at once; the KV pool holds context * max_sequences
   // Tokens per forward pass (prompt chunks and decode tokens together). Running streams wait for
@@ -120,6 +121,7 @@ struct GenerationStats {
   double prompt_seconds = 0;    // submit to first token
   double generate_seconds = 0;  // first token to finish
   FinishReason finish = FinishReason::kNone;
+  std::string error;  // with kError: why the request could not go on (TokenEvent::error)
 };
 
 // The engine's load, for metrics and admission decisions.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "strata/result.h"
+#include "strata/threads.h"
 
 namespace strata {
 
@@ -37,7 +38,8 @@ struct SynthOptions {
   // 0 keeps the copied size.
   uint64_t n_vocab = 0;
   uint64_t seed = 0;
-  int threads = 0;  // 0: one per hardware thread; the file does not depend on it
+  // 0: one per hardware thread; at most kMaxThreads. The file does not depend on it.
+  int threads = 0;
 };
 
 // "tiny", "llama-1b", "llama-3b", "llama-8b".
@@ -52,7 +54,7 @@ struct QuantizeOptions {
   std::string input_path;
   std::string output_path;
   std::string type;  // one of quantize_type_names(), case-insensitive
-  int threads = 0;   // 0: one per hardware thread
+  int threads = 0;   // 0: one per hardware thread; at most kMaxThreads
   // An importance matrix from llama-imatrix (GGUF `*.in_sum2`/`*.counts`, or the legacy .dat
   // format): each tensor's scale search weights squared errors by its columns' importance.
   std::string imatrix_path;

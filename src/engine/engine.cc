@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <list>
+#include <thread>
 
 #include "base/timer.h"
 #include "engine/scheduler.h"
@@ -213,15 +214,25 @@ Status check_kv_fits(double kv_bytes, size_t weight_bytes, size_t context, size_
 
 }  // namespace
 
+Status check_thread_count(int threads) {
+  if (threads >= 0 && threads <= kMaxThreads) return ok_status();
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  return make_error(ErrorCode::kInvalidArgument,
+                    "thread count " + std::to_string(threads) +
+                        " is out of range: use 0 (one per hardware thread, " +
+                        std::to_string(hardware) + " here) to " + std::to_string(kMaxThreads) +
+                        " (strata's limit, as llama.cpp's)");
+}
+
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
+  STRATA_RETURN_IF_ERROR(check_thread_count(options.threads));
   if (options.context < 0 || options.max_sequences <= 0 || options.batch_tokens <= 0 ||
-      options.page_size <= 0 || options.threads < 0) {
-    return make_error(
-        ErrorCode::kInvalidArgument,
-        "context, threads, max_sequences, batch_tokens and page_size must be positive");
+      options.page_size <= 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "context, max_sequences, batch_tokens and page_size must be positive");
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -403,6 +414,7 @@ Result<GenerationStats> Engine::generate(const GenerationRequest& request,
     const bool keep_going = on_token ? on_token(e) : true;
     if (e.finish != FinishReason::kNone) {
       stats.finish = e.finish;
+      stats.error = e.error;
     } else if (!keep_going) {
       stats.finish = FinishReason::kCancelled;  // the engine drops the request after this event
     }

@@ -115,6 +115,7 @@ std::vector<std::string> quantize_type_names() {
 
 Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
                                       const WriteProgressCallback& progress) {
+  STRATA_RETURN_IF_ERROR(check_thread_count(options.threads));
   STRATA_ASSIGN_OR_RETURN(const quantize::FileType* file_type,
                           quantize::find_file_type(options.type));
   if (options.output_path.empty()) {

@@ -178,6 +178,7 @@ std::vector<std::string> synth_preset_names() {
 }
 
 Status synthesize_model(const SynthOptions& options, const WriteProgressCallback& progress) {
+  STRATA_RETURN_IF_ERROR(check_thread_count(options.threads));
   STRATA_ASSIGN_OR_RETURN(const Preset* preset, find_preset(options.preset));
   STRATA_ASSIGN_OR_RETURN(DType type, synth_type(options.type));
   if (options.output_path.empty()) {
