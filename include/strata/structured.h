@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/compile_budget.h"
 #include "strata/engine.h"
 #include "strata/result.h"
 
@@ -46,9 +47,12 @@ struct ConstraintStats {
 class CompiledConstraint {
  public:
   // kGrammar: GBNF text (root rule `constraint.root`); kJsonSchema: a JSON Schema; kJsonObject:
-  // any JSON object. Errors say what is wrong with the grammar or schema.
+  // any JSON object. Errors say what is wrong with the grammar or schema; past `budget`,
+  // kDeadlineExceeded or kCancelled, and kOutOfRange past the fixed work cap
+  // (strata/compile_budget.h).
   static Result<std::shared_ptr<const CompiledConstraint>> compile(
-      const OutputConstraint& constraint, std::shared_ptr<const ConstraintVocabulary> vocabulary);
+      const OutputConstraint& constraint, std::shared_ptr<const ConstraintVocabulary> vocabulary,
+      const CompileBudget& budget = {});
   ~CompiledConstraint();
   ConstraintStats stats() const;
 

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <unordered_map>
 
 #include "grammar/bounded_signature.h"
+#include "grammar/compile_meter.h"
 #include "grammar/stack_pool.h"
 #include "grammar/token_walk.h"
 
@@ -30,18 +32,22 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
     : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)) {}
 
 Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::compile(
-    std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary) {
+    std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
+    CompileMeter* meter) {
   if (!grammar || !vocabulary) {
     return make_error(ErrorCode::kInvalidArgument, "compile needs a grammar and a vocabulary");
   }
   std::shared_ptr<CompiledGrammar> compiled(
       new CompiledGrammar(std::move(grammar), std::move(vocabulary)));
-  STRATA_RETURN_IF_ERROR(compiled->precompute());
+  STRATA_RETURN_IF_ERROR(compiled->precompute(meter));
   return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
 }
 
-// Textbook FIRST / nullable / FOLLOW fixpoints over the byte-level rules.
-std::vector<ByteSet> CompiledGrammar::follow_sets() const {
+// FIRST / nullable / FOLLOW over the byte-level rules, by worklists: a rule is recomputed only
+// when a rule it reads changed, and a set only grows (by at most 256 bytes), so the work is
+// linear in the grammar. Passes over every rule until nothing changes took one pass per rule
+// of a long chain, quadratic in the grammar.
+Result<std::vector<ByteSet>> CompiledGrammar::follow_sets(CompileMeter* meter) const {
   const Grammar& g = *grammar_;
   const size_t n = g.rules().size();
   std::vector<bool> nullable(n, false);
@@ -66,33 +72,71 @@ std::vector<ByteSet> CompiledGrammar::follow_sets() const {
       }
     }
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (uint32_t r = 0; r < n; ++r) {
-      for (uint32_t alt : g.rules()[r].alternatives) {
-        ByteSet f;
-        bool alt_nullable = false;
-        sequence_first(alt, &f, &alt_nullable);
-        changed = merge_into(&first[r], f) || changed;
-        if (alt_nullable && !nullable[r]) nullable[r] = changed = true;
+  std::vector<std::vector<uint32_t>> callers(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t alt : g.rules()[r].alternatives) {
+      for (uint32_t pos = alt; g.element(pos).kind != ElementKind::kEnd; ++pos) {
+        if (g.element(pos).kind == ElementKind::kRule) callers[g.element(pos).value].push_back(r);
       }
     }
   }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (uint32_t h = 0; h < n; ++h) {
-      for (uint32_t alt : g.rules()[h].alternatives) {
-        for (uint32_t pos = alt; g.element(pos).kind != ElementKind::kEnd; ++pos) {
-          const Element& e = g.element(pos);
-          if (e.kind != ElementKind::kRule) continue;
-          ByteSet f;
-          bool rest_nullable = false;
-          sequence_first(pos + 1, &f, &rest_nullable);
-          if (rest_nullable) merge_into(&f, follow[h]);
-          changed = merge_into(&follow[e.value], f) || changed;
-        }
+  std::deque<uint32_t> queue;
+  std::vector<bool> queued(n, true);
+  for (uint32_t r = 0; r < n; ++r) queue.push_back(r);
+  while (!queue.empty()) {
+    const uint32_t r = queue.front();
+    queue.pop_front();
+    queued[r] = false;
+    bool changed = false;
+    for (uint32_t alt : g.rules()[r].alternatives) {
+      ByteSet f;
+      bool alt_nullable = false;
+      sequence_first(alt, &f, &alt_nullable);
+      changed = merge_into(&first[r], f) || changed;
+      if (alt_nullable && !nullable[r]) nullable[r] = changed = true;
+    }
+    if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + g.rules()[r].alternatives.size()));
+    if (!changed) continue;
+    for (uint32_t caller : callers[r]) {
+      if (!queued[caller]) {
+        queued[caller] = true;
+        queue.push_back(caller);
       }
     }
+  }
+  // A reference gets FIRST of what follows it in its alternative, and, when that can be empty,
+  // FOLLOW of the rule holding it: the first part is fixed now, the second propagates along
+  // host -> reference edges.
+  std::vector<std::vector<uint32_t>> inherits(n);  // host -> rules whose FOLLOW includes its own
+  for (uint32_t h = 0; h < n; ++h) {
+    for (uint32_t alt : g.rules()[h].alternatives) {
+      for (uint32_t pos = alt; g.element(pos).kind != ElementKind::kEnd; ++pos) {
+        const Element& e = g.element(pos);
+        if (e.kind != ElementKind::kRule) continue;
+        ByteSet f;
+        bool rest_nullable = false;
+        sequence_first(pos + 1, &f, &rest_nullable);
+        merge_into(&follow[e.value], f);
+        if (rest_nullable && e.value != h) inherits[h].push_back(e.value);
+      }
+    }
+    if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + g.rules()[h].alternatives.size()));
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    queue.push_back(r);
+    queued[r] = true;
+  }
+  while (!queue.empty()) {
+    const uint32_t h = queue.front();
+    queue.pop_front();
+    queued[h] = false;
+    for (uint32_t to : inherits[h]) {
+      if (merge_into(&follow[to], follow[h]) && !queued[to]) {
+        queued[to] = true;
+        queue.push_back(to);
+      }
+    }
+    if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + inherits[h].size() / 16));
   }
   return follow;
 }
@@ -190,7 +234,7 @@ PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_
 
 }  // namespace
 
-Status CompiledGrammar::precompute() {
+Status CompiledGrammar::precompute(CompileMeter* meter) {
   const Grammar& g = *grammar_;
   const TokenVocabulary& vocab = *vocabulary_;
   std::vector<uint32_t> rule_of(g.elements().size(), 0);
@@ -202,7 +246,7 @@ Status CompiledGrammar::precompute() {
       }
     }
   }
-  const std::vector<ByteSet> follow = follow_sets();
+  STRATA_ASSIGN_OR_RETURN(const std::vector<ByteSet> follow, follow_sets(meter));
   // Equal FOLLOW sets share an id, so positions of different rules can share cached groups.
   std::vector<uint32_t> follow_id(follow.size());
   {
@@ -241,6 +285,7 @@ Status CompiledGrammar::precompute() {
     }
     const uint32_t rule = rule_of[pos];
     const ByteSet& first = g.byte_set(e.value);
+    if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
     pool.clear();
     advancer.start_at(pos, &start);
     groups.clear();
@@ -256,6 +301,8 @@ Status CompiledGrammar::precompute() {
       }
       // Walk the group's tokens past their first byte from the stacks after it; a token is
       // uncertain where it could leave the rule (escape_at[d] is about the byte at d + 1).
+      // A walk of the group's tokens: the costly step, charged by the tokens it walks.
+      if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + (end - begin) / 16));
       FirstByteGroup group;
       indices.resize(end - begin);
       std::iota(indices.begin(), indices.end(), begin);

@@ -49,10 +49,15 @@ struct CompileStats {
   size_t cache_bytes = 0;
 };
 
+class CompileMeter;
+
 class CompiledGrammar {
  public:
+  // `meter` (compile_meter.h), when given, is charged for every position and vocabulary walk and
+  // stops compilation past its budget or cap.
   static Result<std::shared_ptr<const CompiledGrammar>> compile(
-      std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
+      std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
+      CompileMeter* meter = nullptr);
 
   const Grammar& grammar() const { return *grammar_; }
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
@@ -65,9 +70,9 @@ class CompiledGrammar {
  private:
   CompiledGrammar(std::shared_ptr<const Grammar> grammar,
                   std::shared_ptr<const TokenVocabulary> vocabulary);
-  Status precompute();
+  Status precompute(CompileMeter* meter);
   // Per rule: the bytes that may come right after it ends, in any context (FOLLOW sets).
-  std::vector<ByteSet> follow_sets() const;
+  Result<std::vector<ByteSet>> follow_sets(CompileMeter* meter) const;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocabulary_;

@@ -5,12 +5,15 @@
 #include <memory>
 
 #include "base/result.h"
+#include "grammar/compile_meter.h"
 #include "grammar/grammar.h"
 #include "strata/engine.h"
 
 namespace strata::grammar {
 
-// kNone is an error (there is nothing to compile).
-Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstraint& constraint);
+// kNone is an error (there is nothing to compile). `meter`, when given, is charged for the
+// JSON-Schema conversion and the GBNF build (and names what is compiled in its messages).
+Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstraint& constraint,
+                                                              CompileMeter* meter = nullptr);
 
 }  // namespace strata::grammar

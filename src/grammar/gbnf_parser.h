@@ -45,8 +45,10 @@ struct ParsedGrammar {
 
 // Repetition bounds above this are rejected ({m,n} expands to about n copies).
 inline constexpr uint32_t kMaxRepetition = 10000;
-// Items after expansion above this are rejected (nested repetitions multiply).
-inline constexpr size_t kMaxItems = size_t{1} << 19;
+// Items after expansion above this are rejected (nested repetitions multiply). Room for the
+// grammar of a JSON Schema object with 20,000 properties (each key's characters are items);
+// the time to build it is bounded by the compile meter (compile_meter.h).
+inline constexpr size_t kMaxItems = size_t{1} << 21;
 // Parentheses nested deeper than this are rejected (the parser recurses on them).
 inline constexpr int kMaxNesting = 200;
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <queue>
+#include <utility>
 
 namespace strata::grammar {
 namespace {
@@ -41,28 +44,53 @@ uint32_t saturating_add(uint32_t a, uint32_t b) {
 
 }  // namespace
 
-// Shortest sentence length per rule by fixed-point iteration (a rule's length is the minimum
-// over its alternatives of the sum of their elements' lengths; every round settles at least
-// one more rule), then per position the suffix sums of its alternative.
+// Shortest sentence length per rule by Knuth's generalization of Dijkstra's algorithm (a
+// rule's length is the minimum over its alternatives of the sum of their elements' lengths):
+// rules settle in increasing length, and an alternative is queued once every rule it refers to
+// has settled. O(size log rules) whatever order the rules come in; the round-robin fixpoint it
+// replaces settled one rule per pass over the grammar on a chain laid out callers first.
 void Grammar::compute_min_rest() {
   std::vector<uint32_t>& rule_min = rule_min_length_;
   rule_min.assign(rules_.size(), kUnbounded);
   auto element_min = [&](const Element& e) {
     return e.kind == ElementKind::kBytes ? 1u : rule_min[e.value];
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rules_.size(); ++r) {
-      for (uint32_t start : rules_[r].alternatives) {
-        uint32_t length = 0;
-        for (uint32_t pos = start; elements_[pos].kind != ElementKind::kEnd; ++pos) {
-          length = saturating_add(length, element_min(elements_[pos]));
-        }
-        if (length < rule_min[r]) {
-          rule_min[r] = length;
-          changed = true;
+  struct Alternative {
+    uint32_t rule;
+    uint32_t waiting;  // references to rules not settled yet
+    uint32_t length;   // bytes plus the settled references' lengths
+  };
+  std::vector<Alternative> alternatives;
+  std::vector<std::vector<uint32_t>> users(rules_.size());  // rule -> alternatives, per reference
+  using Entry = std::pair<uint32_t, uint32_t>;              // (length, rule)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+  for (uint32_t r = 0; r < rules_.size(); ++r) {
+    for (uint32_t start : rules_[r].alternatives) {
+      const auto a = static_cast<uint32_t>(alternatives.size());
+      Alternative alt{r, 0, 0};
+      for (uint32_t pos = start; elements_[pos].kind != ElementKind::kEnd; ++pos) {
+        if (elements_[pos].kind == ElementKind::kBytes) {
+          alt.length = saturating_add(alt.length, 1);
+        } else {
+          ++alt.waiting;
+          users[elements_[pos].value].push_back(a);
         }
       }
+      if (alt.waiting == 0) queue.push({alt.length, r});
+      alternatives.push_back(alt);
+    }
+  }
+  std::vector<bool> settled(rules_.size(), false);
+  while (!queue.empty()) {
+    const auto [length, r] = queue.top();
+    queue.pop();
+    if (settled[r]) continue;
+    settled[r] = true;
+    rule_min[r] = length;
+    for (uint32_t a : users[r]) {
+      Alternative& alt = alternatives[a];
+      alt.length = saturating_add(alt.length, length);
+      if (--alt.waiting == 0 && !settled[alt.rule]) queue.push({alt.length, alt.rule});
     }
   }
   min_rest_.assign(elements_.size(), 0);

@@ -80,10 +80,15 @@ class Grammar {
   uint32_t max_choice_jump_ = 0;
 };
 
+class CompileMeter;
+
 // Parses and validates GBNF. Errors name line:column: syntax, undefined rule, missing root rule,
 // left recursion (also through rules that can match the empty string), rules that cannot match
-// any finite string, repetition bounds or expansions too large.
+// any finite string, repetition bounds or expansions too large, parentheses nested deeper than
+// gbnf::kMaxNesting. `meter` (compile_meter.h), when given, is charged for the work and stops it
+// past its budget or cap.
 Result<std::shared_ptr<const Grammar>> parse_gbnf(std::string_view text,
-                                                  std::string_view root = "root");
+                                                  std::string_view root = "root",
+                                                  CompileMeter* meter = nullptr);
 
 }  // namespace strata::grammar

@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "grammar/compile_meter.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/grammar.h"
 #include "grammar/utf8_ranges.h"
@@ -36,8 +37,8 @@ constexpr size_t kMaxHostSymbols = 512;
 
 class Builder {
  public:
-  Builder(std::string_view text, gbnf::ParsedGrammar parsed)
-      : text_(text), parsed_(std::move(parsed)) {}
+  Builder(std::string_view text, gbnf::ParsedGrammar parsed, CompileMeter* meter)
+      : text_(text), parsed_(std::move(parsed)), meter_(meter) {}
 
   Result<std::shared_ptr<const Grammar>> build(std::string_view root_name) {
     const auto& rules = parsed_.rules;
@@ -63,13 +64,17 @@ class Builder {
       for (const auto& seq : rules[r].alternatives) {
         Alternative alt;
         for (const auto& item : seq) append_item(item, &alt);
+        STRATA_RETURN_IF_ERROR(charge(1 + alt.size()));
         byte_rules_[r].alternatives.push_back(std::move(alt));
       }
     }
     STRATA_RETURN_IF_ERROR(check_productive());
     STRATA_RETURN_IF_ERROR(check_left_recursion());
+    STRATA_RETURN_IF_ERROR(charge(byte_rules_.size()));
     inline_small_rules();
-    return layout(merge_equal_rules(root));
+    const uint32_t merged_root = merge_equal_rules(root);
+    STRATA_RETURN_IF_ERROR(charge(byte_rules_.size()));
+    return layout(merged_root);
   }
 
  private:
@@ -183,23 +188,56 @@ class Builder {
     return s.is_rule ? productive[s.id] : !sets_[s.id].empty();
   }
 
+  // The least set of rules that have an alternative made only of byte symbols `bytes_ok` admits
+  // and rules of the set. Each alternative counts its references to rules not yet in the set; a
+  // rule joining the set decrements the counts of the alternatives that refer to it, and an
+  // alternative reaching zero brings its rule in. Linear in the grammar, where repeating passes
+  // until nothing changes is quadratic on a long chain of rules written callers first.
+  template <class BytesOk>
+  std::vector<bool> least_rule_set(BytesOk bytes_ok) {
+    const size_t n = byte_rules_.size();
+    std::vector<bool> in(n, false);
+    std::vector<uint32_t> alt_rule, waiting, ready;
+    std::vector<std::vector<uint32_t>> users(n);  // rule -> alternatives, once per reference
+    for (uint32_t r = 0; r < n; ++r) {
+      for (const auto& alt : byte_rules_[r].alternatives) {
+        if (!std::all_of(alt.begin(), alt.end(),
+                         [&](const Symbol& s) { return s.is_rule || bytes_ok(s); })) {
+          continue;  // never in, whatever the rules do
+        }
+        const auto a = static_cast<uint32_t>(alt_rule.size());
+        uint32_t references = 0;
+        for (const Symbol& s : alt) {
+          if (!s.is_rule) continue;
+          ++references;
+          users[s.id].push_back(a);
+        }
+        alt_rule.push_back(r);
+        waiting.push_back(references);
+        if (references == 0) ready.push_back(r);
+      }
+    }
+    (void)charge(alt_rule.size() + n);
+    while (!ready.empty()) {
+      const uint32_t r = ready.back();
+      ready.pop_back();
+      if (in[r]) continue;
+      in[r] = true;
+      for (uint32_t a : users[r]) {
+        if (--waiting[a] == 0) ready.push_back(alt_rule[a]);
+      }
+    }
+    return in;
+  }
+
+  // Charges the meter; a failure is sticky and build() returns it at its next check.
+  Status charge(uint64_t units) { return meter_ ? meter_->charge(units) : ok_status(); }
+
   // A rule is productive when some alternative has only productive symbols (least fixpoint);
   // an unproductive rule derives no finite string. Dead alternatives are then dropped.
   Status check_productive() {
-    std::vector<bool> productive(byte_rules_.size(), false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < byte_rules_.size(); ++r) {
-        if (productive[r]) continue;
-        for (const auto& alt : byte_rules_[r].alternatives) {
-          if (std::all_of(alt.begin(), alt.end(),
-                          [&](const Symbol& s) { return symbol_productive(s, productive); })) {
-            productive[r] = changed = true;
-            break;
-          }
-        }
-      }
-    }
+    const std::vector<bool> productive =
+        least_rule_set([&](const Symbol& s) { return !sets_[s.id].empty(); });
     for (uint32_t r = 0; r < byte_rules_.size(); ++r) {
       if (!productive[r]) return rule_error(r, "cannot match any finite string (unmatchable)");
     }
@@ -218,20 +256,7 @@ class Builder {
   // errors; a cycle of last-symbol references (r ::= s | "x", s ::= r) is harmless.
   Status check_left_recursion() {
     const size_t n = byte_rules_.size();
-    std::vector<bool> nullable(n, false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < n; ++r) {
-        if (nullable[r]) continue;
-        for (const auto& alt : byte_rules_[r].alternatives) {
-          if (std::all_of(alt.begin(), alt.end(),
-                          [&](const Symbol& s) { return s.is_rule && nullable[s.id]; })) {
-            nullable[r] = changed = true;
-            break;
-          }
-        }
-      }
-    }
+    const std::vector<bool> nullable = least_rule_set([](const Symbol&) { return false; });
     struct Edge {
       uint32_t to;
       bool tail;
@@ -444,6 +469,9 @@ class Builder {
             next[r] = by_signature.emplace(std::move(words), by_signature.size()).first->second;
           }
           cls.swap(next);
+          // Rounds can number up to the component's size (a long cycle of rules that differ at
+          // one end); the meter bounds what such a grammar costs.
+          (void)charge(end - begin);
           if (by_signature.size() == n_classes) break;
           n_classes = by_signature.size();
         }
@@ -508,13 +536,19 @@ class Builder {
   std::map<std::vector<uint64_t>, uint32_t> class_rules_;
   std::vector<uint32_t> scc_;
   uint32_t current_origin_ = 0;
+  CompileMeter* meter_;
 };
 
 }  // namespace
 
-Result<std::shared_ptr<const Grammar>> parse_gbnf(std::string_view text, std::string_view root) {
+Result<std::shared_ptr<const Grammar>> parse_gbnf(std::string_view text, std::string_view root,
+                                                  CompileMeter* meter) {
+  if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + text.size() / 64));
   STRATA_ASSIGN_OR_RETURN(gbnf::ParsedGrammar parsed, gbnf::parse(text));
-  return Builder(text, std::move(parsed)).build(root);
+  auto built = Builder(text, std::move(parsed), meter).build(root);
+  // A spent budget wins over the result: refinement rounds charge without stopping.
+  if (meter) STRATA_RETURN_IF_ERROR(meter->status());
+  return built;
 }
 
 }  // namespace strata::grammar

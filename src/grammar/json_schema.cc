@@ -5,7 +5,11 @@
 #include <cctype>
 #include <cmath>
 #include <optional>
+#include <unordered_map>
+#include <utility>
 
+#include "base/json_depth.h"
+#include "grammar/compile_meter.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf.h"
@@ -98,6 +102,27 @@ bool value_has_type(const Json& value, const std::string& type) {
   return false;
 }
 
+bool json_deeper_than(const Json& json, size_t limit) {
+  std::vector<std::pair<const Json*, size_t>> pending = {{&json, 0}};
+  while (!pending.empty()) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    if (!node->is_structured()) continue;
+    if (depth + 1 > limit) return true;
+    for (const Json& child : *node) pending.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
+
+Error too_deep_error(size_t depth) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "the JSON Schema nests arrays and objects " +
+                        (depth > 0 ? std::to_string(depth)
+                                   : std::string("more than ") + std::to_string(kMaxJsonDepth)) +
+                        " levels deep; at most " + std::to_string(kMaxJsonDepth) +
+                        " are accepted: flatten it (use $defs and $ref for shared parts)");
+}
+
 namespace {
 
 // The rule names a GBNF rule body mentions (words outside literals and classes).
@@ -129,8 +154,8 @@ std::vector<std::string> rule_references(const std::string& body) {
 
 }  // namespace
 
-Converter::Converter(Json root, const JsonSchemaOptions& options)
-    : root_(std::move(root)), options_(options) {
+Converter::Converter(Json root, const JsonSchemaOptions& options, CompileMeter* meter)
+    : root_(std::move(root)), options_(options), meter_(meter ? meter : &own_meter_) {
   if (root_.is_object() && root_.contains("$schema") && root_["$schema"].is_string()) {
     const std::string uri = root_["$schema"].get<std::string>();
     if (uri.find("draft-04") != std::string::npos || uri.find("draft-03") != std::string::npos) {
@@ -146,21 +171,32 @@ Converter::Converter(Json root, const JsonSchemaOptions& options)
   index_ids(root_);
 }
 
-void Converter::index_ids(const Json& schema) {
-  if (schema.is_object()) {
-    for (const char* key : {"$id", "id", "$anchor"}) {
-      if (schema.contains(key) && schema[key].is_string()) {
-        const std::string id = schema[key].get<std::string>();
-        ids_.emplace(std::string(key) == "$anchor" ? "#" + id : id, &schema);
+// Depth-first with an explicit stack: the document may nest arbitrarily deep (run() refuses
+// that, but the constructor indexes first).
+void Converter::index_ids(const Json& root) {
+  std::vector<const Json*> pending = {&root};
+  while (!pending.empty()) {
+    const Json& schema = *pending.back();
+    pending.pop_back();
+    if (schema.is_object()) {
+      for (const char* key : {"$id", "id", "$anchor"}) {
+        auto it = schema.find(key);
+        if (it != schema.end() && it->is_string()) {
+          const std::string id = it->get<std::string>();
+          ids_.emplace(std::string(key) == "$anchor" ? "#" + id : id, &schema);
+        }
       }
-    }
-    for (const auto& [key, value] : schema.items()) {
-      if (key != "enum" && key != "const" && key != "default" && key != "examples") {
-        index_ids(value);
+      // Children pushed last to first, so they are indexed in document order (the first of two
+      // equal ids wins, as it did when this walk recursed).
+      for (auto it = schema.rbegin(); it != schema.rend(); ++it) {
+        const std::string& key = it.key();
+        if (key != "enum" && key != "const" && key != "default" && key != "examples") {
+          pending.push_back(&*it);
+        }
       }
+    } else if (schema.is_array()) {
+      for (auto it = schema.rbegin(); it != schema.rend(); ++it) pending.push_back(&*it);
     }
-  } else if (schema.is_array()) {
-    for (const Json& item : schema) index_ids(item);
   }
 }
 
@@ -194,7 +230,11 @@ std::string Converter::new_rule(const std::string& hint) {
   if (name.size() > 40) name = name.substr(name.size() - 40);
   name = "s-" + name;
   std::string unique = name;
-  for (int i = 2; rule_index_.count(unique); ++i) unique = name + "-" + std::to_string(i);
+  // A stem's suffixes are handed out in order; probing stays for names that another stem's
+  // suffix already took ("s-a-2" from "a" followed by the hint "a-2").
+  int& next = next_suffix_[name];
+  if (next == 0) next = 2;
+  while (rule_index_.count(unique)) unique = name + "-" + std::to_string(next++);
   rule_index_[unique] = rules_.size();
   rules_.emplace_back(unique, "");
   return unique;
@@ -202,6 +242,8 @@ std::string Converter::new_rule(const std::string& hint) {
 
 void Converter::set_rule(const std::string& name, std::string body) {
   grammar_bytes_ += body.size();
+  // Sticky on failure: run() returns the meter's error however the caller treats this one.
+  (void)meter_->charge(1 + body.size() / 64);
   rules_[rule_index_.at(name)].second = std::move(body);
 }
 
@@ -257,10 +299,15 @@ std::string Converter::base(const std::string& name) {
 }
 
 Result<std::string> Converter::run() {
+  if (json_deeper_than(root_, kMaxJsonDepth)) return too_deep_error(0);
   if (!root_.is_object() && !root_.is_boolean()) {
     return make_error(ErrorCode::kInvalidArgument, "a JSON Schema is an object or a boolean");
   }
-  STRATA_ASSIGN_OR_RETURN(std::string root, visit(root_, "#"));
+  STRATA_RETURN_IF_ERROR(meter_->charge());
+  auto visited = visit(root_, "#");
+  // A spent budget wins over whatever error (or success) the walk made of it.
+  STRATA_RETURN_IF_ERROR(meter_->status());
+  STRATA_ASSIGN_OR_RETURN(std::string root, std::move(visited));
   // Only the rules root reaches: a branch that failed (and was left out) may have written
   // rules that refer to its unwritten one.
   std::vector<bool> reached(rules_.size(), false);
@@ -304,6 +351,7 @@ Result<std::string> Converter::visit(const Json& schema, const std::string& path
   }
   if (!has_validation_keywords(schema)) return base("value");
   std::string key = schema.dump();
+  STRATA_RETURN_IF_ERROR(meter_->charge(1 + key.size() / 256));
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   if (depth_ > 200) {
     return make_error(ErrorCode::kUnsupported,
@@ -482,14 +530,122 @@ Result<std::string> Converter::visit_body(const Json& schema, const std::string&
 
 }  // namespace json_schema_detail
 
+namespace {
+
+// An ordered_json DOM from SAX events, with a hash index of the keys of each open object.
+class OrderedJsonBuilder {
+ public:
+  using Json = json_schema_detail::Json;
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  explicit OrderedJsonBuilder(CompileMeter* meter) : meter_(meter) {}
+
+  bool null() { return put(Json(nullptr)) != nullptr; }
+  bool boolean(bool v) { return put(Json(v)) != nullptr; }
+  bool number_integer(number_integer_t v) { return put(Json(v)) != nullptr; }
+  bool number_unsigned(number_unsigned_t v) { return put(Json(v)) != nullptr; }
+  bool number_float(number_float_t v, const string_t&) { return put(Json(v)) != nullptr; }
+  bool string(string_t& v) { return put(Json(std::move(v))) != nullptr; }
+  bool binary(binary_t& v) { return put(Json::binary(std::move(v))) != nullptr; }
+  bool start_object(size_t) { return open(Json::object()); }
+  bool start_array(size_t) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(string_t& k) {
+    Frame& f = frames_.back();
+    // The vector under ordered_map: its own emplace and [] would search the keys again.
+    auto& members =
+        static_cast<std::vector<Json::object_t::value_type>&>(f.node->get_ref<Json::object_t&>());
+    const auto [it, inserted] = f.index.emplace(k, members.size());
+    if (inserted) members.emplace_back(k, Json());
+    value_ = &members[it->second].second;
+    return !meter_ || meter_->charge().ok();
+  }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+  Json& root() { return root_; }
+
+ private:
+  struct Frame {
+    Json* node;
+    std::unordered_map<std::string, size_t> index;  // objects: key -> member position
+  };
+
+  // Stores a value where the document is at; the address stays valid while the value's
+  // container is open (only the innermost open container grows).
+  Json* put(Json value) {
+    if (frames_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    Json* parent = frames_.back().node;
+    if (parent->is_array()) {
+      auto& items = parent->get_ref<Json::array_t&>();
+      items.push_back(std::move(value));
+      return &items.back();
+    }
+    *value_ = std::move(value);
+    return value_;
+  }
+  bool open(Json container) {
+    frames_.push_back({put(std::move(container)), {}});
+    return !meter_ || meter_->charge().ok();
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+
+  CompileMeter* meter_;
+  Json root_;
+  Json* value_ = nullptr;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+Result<nlohmann::ordered_json> parse_ordered_json(std::string_view text, CompileMeter* meter) {
+  if (const size_t depth = json_nesting_depth(text); depth > kMaxJsonDepth) {
+    return json_schema_detail::too_deep_error(depth);
+  }
+  OrderedJsonBuilder builder(meter);
+  if (!json_schema_detail::Json::sax_parse(text, &builder)) {
+    if (meter) STRATA_RETURN_IF_ERROR(meter->status());
+    return make_error(ErrorCode::kInvalidArgument, "not valid JSON");
+  }
+  return std::move(builder.root());
+}
+
 Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
-                                        const JsonSchemaOptions& options) {
-  json_schema_detail::Json schema =
-      json_schema_detail::Json::parse(schema_json, nullptr, /*allow_exceptions=*/false);
-  if (schema.is_discarded()) {
+                                        const JsonSchemaOptions& options, CompileMeter* meter) {
+  if (const size_t depth = json_nesting_depth(schema_json); depth > kMaxJsonDepth) {
+    return json_schema_detail::too_deep_error(depth);
+  }
+  if (meter) {
+    meter->set_subject("the JSON schema");
+    STRATA_RETURN_IF_ERROR(meter->charge(1 + schema_json.size() / 256));
+  }
+  auto schema = parse_ordered_json(schema_json, meter);
+  if (!schema.ok()) {
+    if (schema.error().code != ErrorCode::kInvalidArgument) return schema.error();
     return make_error(ErrorCode::kInvalidArgument, "the JSON Schema is not valid JSON");
   }
-  return json_schema_detail::Converter(std::move(schema), options).run();
+  return json_schema_detail::Converter(std::move(schema).value(), options, meter).run();
+}
+
+Result<std::string> parsed_json_schema_to_gbnf(const nlohmann::ordered_json& schema,
+                                               const JsonSchemaOptions& options,
+                                               CompileMeter* meter) {
+  // Before the copy into the converter, which recurses once per level.
+  if (json_schema_detail::json_deeper_than(schema, kMaxJsonDepth)) {
+    return json_schema_detail::too_deep_error(0);
+  }
+  if (meter) meter->set_subject("the JSON schema");
+  return json_schema_detail::Converter(schema, options, meter).run();
 }
 
 std::string json_object_gbnf(const JsonSchemaOptions& options) {

@@ -23,12 +23,15 @@
 // (max_indent, and the draft override).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
 #include "strata/result.h"
 
 namespace strata::grammar {
+
+class CompileMeter;
 
 struct JsonSchemaOptions {
   // Drop keywords the grammar cannot enforce instead of failing.
@@ -40,9 +43,27 @@ struct JsonSchemaOptions {
   int max_indent = 40;
 };
 
-// GBNF text whose rule `root` accepts the JSON values valid under the schema.
+// JSON text parsed with objects in their written order (a repeated key keeps its first place and
+// its last value, as nlohmann's parser does), in time linear in the text: nlohmann's own
+// ordered_json parser searches an object's keys for each new one, quadratic in its size (100,000
+// properties: minutes). Text nested deeper than kMaxJsonDepth is refused before parsing;
+// `meter` is charged per member and stops the parse past its budget.
+Result<nlohmann::ordered_json> parse_ordered_json(std::string_view text,
+                                                  CompileMeter* meter = nullptr);
+
+// GBNF text whose rule `root` accepts the JSON values valid under the schema. Text nested deeper
+// than kMaxJsonDepth (src/base/json_depth.h) is refused before it is parsed (kInvalidArgument).
+// `meter` (compile_meter.h) counts the work against a deadline, a cancellation flag and a cap
+// (kDeadlineExceeded, kCancelled, kOutOfRange); without one only the cap applies.
 Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
-                                        const JsonSchemaOptions& options = {});
+                                        const JsonSchemaOptions& options = {},
+                                        CompileMeter* meter = nullptr);
+
+// The same for a schema already parsed (ordered, so that objects keep the schema's key order).
+// A document nested deeper than kMaxJsonDepth is refused before anything recursive touches it.
+Result<std::string> parsed_json_schema_to_gbnf(const nlohmann::ordered_json& schema,
+                                               const JsonSchemaOptions& options = {},
+                                               CompileMeter* meter = nullptr);
 
 // The JSON text `instance_json` rewritten in the key order the grammar of `schema_json` uses
 // (declared properties in schema order, then required names not declared, then the others in

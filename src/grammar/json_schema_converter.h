@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/compile_meter.h"
 #include "grammar/json_schema.h"
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf_automaton.h"
@@ -34,16 +35,28 @@ std::vector<std::string> type_list(const Json& schema);
 bool value_has_type(const Json& value, const std::string& type);
 
 // Whether `text` matches the ECMA-262 `pattern` anywhere (JSON Schema's pattern semantics);
-// nullopt when std::regex cannot compile it.
+// nullopt when std::regex cannot compile it, or when the text (over 1000 bytes) or the group
+// nesting is past what std::regex's recursive matcher handles safely.
 std::optional<bool> regex_search(const std::string& pattern, const std::string& text);
 
 enum class Draft { k4, k6, k7, k2019, k2020 };
 
+// Whether `json` nests arrays and objects more than `limit` deep, measured without recursion:
+// copying, comparing and dump() of nlohmann JSON recurse once per level, so a document handed
+// over already parsed is measured with this before anything else walks it.
+bool json_deeper_than(const Json& json, size_t limit);
+
+// The error for schema JSON nested deeper than kMaxJsonDepth.
+Error too_deep_error(size_t depth);
+
 class Converter {
  public:
-  Converter(Json root, const JsonSchemaOptions& options);
+  // `meter`: charged for the work done (nullptr: a meter of the converter's own, with only the
+  // cap). It must outlive the converter.
+  Converter(Json root, const JsonSchemaOptions& options, CompileMeter* meter = nullptr);
 
-  // The whole grammar: `root ::= ...` and every rule it uses.
+  // The whole grammar: `root ::= ...` and every rule it uses. A root nested deeper than
+  // kMaxJsonDepth is an error (checked first, without recursion).
   Result<std::string> run();
 
   // Shared rules, written on first use: ws, value, object, array, string, char, number,
@@ -130,9 +143,14 @@ class Converter {
 
   Json root_;
   JsonSchemaOptions options_;
+  CompileMeter own_meter_;
+  CompileMeter* meter_;
   Draft draft_ = Draft::k2020;
   std::vector<std::pair<std::string, std::string>> rules_;  // name, body (written order)
   std::unordered_map<std::string, size_t> rule_index_;
+  // Per rule-name stem, the next numeric suffix to try, so that thousands of rules from one
+  // hint ("s-after", "s-after-2", ...) are named in constant time each, not by probing from 2.
+  std::unordered_map<std::string, int> next_suffix_;
   std::set<std::string> base_written_;
   std::unordered_map<std::string, std::string> memo_;  // schema text -> rule name
   std::map<std::string, const Json*> ids_;             // $id / id / $anchor -> schema

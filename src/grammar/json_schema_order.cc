@@ -4,8 +4,8 @@
 // siblings, a schema's own keywords before its allOf/anyOf/oneOf branches.
 #include <algorithm>
 #include <deque>
-#include <regex>
 
+#include "base/json_depth.h"
 #include "grammar/json_schema.h"
 #include "grammar/json_schema_converter.h"
 
@@ -210,12 +210,9 @@ class InstanceOrderer {
     }
     if (schema.contains("patternProperties") && schema["patternProperties"].is_object()) {
       for (const auto& [pattern, sub] : schema["patternProperties"].items()) {
-        try {
-          if (std::regex_search(key, std::regex(pattern, std::regex::ECMAScript))) {
-            out->push_back(&sub);
-            declared = true;
-          }
-        } catch (const std::regex_error&) {
+        if (json_schema_detail::regex_search(pattern, key).value_or(false)) {
+          out->push_back(&sub);
+          declared = true;
         }
       }
     }
@@ -233,11 +230,23 @@ class InstanceOrderer {
 
 Result<std::string> order_instance_like_schema(std::string_view schema_json,
                                                std::string_view instance_json, int indent) {
-  const Json schema = Json::parse(schema_json, nullptr, /*allow_exceptions=*/false);
-  const Json instance = Json::parse(instance_json, nullptr, /*allow_exceptions=*/false);
-  if (schema.is_discarded() || instance.is_discarded()) {
+  // Both are copied and dumped recursively below.
+  if (const size_t depth = json_nesting_depth(schema_json); depth > kMaxJsonDepth) {
+    return json_schema_detail::too_deep_error(depth);
+  }
+  if (const size_t depth = json_nesting_depth(instance_json); depth > kMaxJsonDepth) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the instance nests arrays and objects " + std::to_string(depth) +
+                          " levels deep; at most " + std::to_string(kMaxJsonDepth) +
+                          " are accepted");
+  }
+  auto parsed_schema = parse_ordered_json(schema_json);
+  auto parsed_instance = parse_ordered_json(instance_json);
+  if (!parsed_schema.ok() || !parsed_instance.ok()) {
     return make_error(ErrorCode::kInvalidArgument, "the schema or the instance is not valid JSON");
   }
+  const Json& schema = *parsed_schema;
+  const Json& instance = *parsed_instance;
   InstanceOrderer orderer(schema);
   const Json ordered = orderer.order(instance, {&schema}, 0);
   return ordered.dump(indent, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "grammar/json_schema_converter.h"
+#include "grammar/regex_to_gbnf_charset.h"
 
 namespace strata::grammar::json_schema_detail {
 namespace {
@@ -38,6 +39,13 @@ std::string pointer_decode(const std::string& token) {
 // Whether `text` matches the ECMA-262 `pattern` anywhere (JSON Schema's pattern semantics);
 // nullopt when std::regex cannot compile it.
 std::optional<bool> regex_search(const std::string& pattern, const std::string& text) {
+  // libstdc++ parses groups and matches (depth-first, one frame per character step) by
+  // recursion: a pattern nested thousands deep or a name of 10,000 characters overflows a 1 MiB
+  // stack. Longer names are left to the caller's "cannot be enforced" path.
+  constexpr size_t kMaxText = 1000;
+  if (text.size() > kMaxText || !regex_detail::check_group_nesting(pattern).ok()) {
+    return std::nullopt;
+  }
   try {
     return std::regex_search(text, std::regex(pattern, std::regex::ECMAScript));
   } catch (const std::regex_error&) {

@@ -641,6 +641,30 @@ bool parse_repeat_braces(std::string_view pattern, size_t pos, int* min, int* ma
   return RegexParser(pattern).braces_at(pos, min, max, end);
 }
 
+Status check_group_nesting(std::string_view pattern) {
+  int depth = 0, deepest = 0;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\') {
+      ++i;  // the escaped character is a literal
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ')' && depth > 0) {
+      --depth;
+    }
+  }
+  if (deepest <= kMaxGroupNesting) return ok_status();
+  return make_error(ErrorCode::kUnsupported, "the pattern nests groups " + std::to_string(deepest) +
+                                                 " levels deep; at most " +
+                                                 std::to_string(kMaxGroupNesting) +
+                                                 " are supported");
+}
+
 }  // namespace regex_detail
 
 std::string json_char_gbnf() {
@@ -691,6 +715,7 @@ std::string json_escape(std::string_view text) {
 }
 
 Result<std::string> regex_to_gbnf(std::string_view pattern, long min_length, long max_length) {
+  STRATA_RETURN_IF_ERROR(regex_detail::check_group_nesting(pattern));
   return RegexParser(pattern).parse_top(min_length, max_length);
 }
 

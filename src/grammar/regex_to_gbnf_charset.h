@@ -87,4 +87,12 @@ Result<CharSet> parse_char_atom(std::string_view pattern, size_t pos, size_t* en
 // A quantifier {n}, {n,} or {n,m} at `pos` (max -1: unbounded); false when the brace is literal.
 bool parse_repeat_braces(std::string_view pattern, size_t pos, int* min, int* max, size_t* end);
 
+// Groups nested deeper than this are refused: both back ends, and std::regex where the converter
+// matches names against patterns, parse groups by recursion. Real patterns nest a few levels.
+inline constexpr int kMaxGroupNesting = 100;
+
+// kUnsupported when `pattern` nests groups deeper than kMaxGroupNesting (parentheses outside
+// character classes and escapes), measured without recursion.
+Status check_group_nesting(std::string_view pattern);
+
 }  // namespace strata::grammar::regex_detail

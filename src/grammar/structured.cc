@@ -52,12 +52,14 @@ CompiledConstraint::CompiledConstraint(std::unique_ptr<Impl> impl) : impl_(std::
 CompiledConstraint::~CompiledConstraint() = default;
 
 Result<std::shared_ptr<const CompiledConstraint>> CompiledConstraint::compile(
-    const OutputConstraint& constraint, std::shared_ptr<const ConstraintVocabulary> vocabulary) {
+    const OutputConstraint& constraint, std::shared_ptr<const ConstraintVocabulary> vocabulary,
+    const CompileBudget& budget) {
   if (!vocabulary) return make_error(ErrorCode::kInvalidArgument, "no vocabulary");
-  STRATA_ASSIGN_OR_RETURN(auto parsed, grammar::grammar_for_constraint(constraint));
+  grammar::CompileMeter meter(budget);
+  STRATA_ASSIGN_OR_RETURN(auto parsed, grammar::grammar_for_constraint(constraint, &meter));
   auto impl = std::make_unique<Impl>();
-  STRATA_ASSIGN_OR_RETURN(impl->compiled,
-                          grammar::CompiledGrammar::compile(parsed, vocabulary->impl().vocabulary));
+  STRATA_ASSIGN_OR_RETURN(impl->compiled, grammar::CompiledGrammar::compile(
+                                              parsed, vocabulary->impl().vocabulary, &meter));
   return std::shared_ptr<const CompiledConstraint>(new CompiledConstraint(std::move(impl)));
 }
 
@@ -94,7 +96,12 @@ std::string ConstraintMatcher::expected() const { return impl_->matcher.expected
 
 namespace strata::grammar {
 
-Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstraint& constraint) {
+Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstraint& constraint,
+                                                              CompileMeter* meter) {
+  if (meter) {
+    meter->set_subject(constraint.kind == ConstraintKind::kGrammar ? "the grammar"
+                                                                   : "the JSON schema");
+  }
   std::string gbnf;
   std::string root = constraint.root.empty() ? "root" : constraint.root;
   switch (constraint.kind) {
@@ -106,7 +113,7 @@ Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstr
     case ConstraintKind::kJsonSchema: {
       JsonSchemaOptions options;
       options.best_effort = constraint.best_effort;
-      STRATA_ASSIGN_OR_RETURN(gbnf, json_schema_to_gbnf(constraint.text, options));
+      STRATA_ASSIGN_OR_RETURN(gbnf, json_schema_to_gbnf(constraint.text, options, meter));
       root = "root";
       break;
     }
@@ -115,7 +122,7 @@ Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstr
       root = "root";
       break;
   }
-  return parse_gbnf(gbnf, root);
+  return parse_gbnf(gbnf, root, meter);
 }
 
 }  // namespace strata::grammar
