@@ -251,7 +251,9 @@ Command add_bench_grammar_command(CLI::App& app) {
   sub->add_option("--schemas", f->schemas, "directory of <Subset>/<id>.json files")->required();
   sub->add_option("--vocab", f->vocab, "GGUF file whose vocabulary tokenizes the instances")
       ->required();
-  sub->add_option("--threads", f->threads, "schemas measured in parallel")->capture_default_str();
+  sub->add_option("--threads", f->threads, "schemas measured in parallel")
+      ->capture_default_str()
+      ->check(thread_count_validator());
   sub->add_flag("--json", f->json, "print one JSON object");
   sub->add_flag("-v,--verbose", f->verbose,
                 "print each schema's compile time as it goes, then the schemas that did not "

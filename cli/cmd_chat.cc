@@ -109,6 +109,11 @@ int chat(ChatFlags f) {
       messages.erase(messages.end() - 1);
       continue;
     }
+    if (stats->finish == FinishReason::kError) {
+      std::fprintf(stderr, "\nerror: %s (try /clear)\n", stats->error.c_str());
+      messages.erase(messages.end() - 1);
+      continue;
+    }
     if (stats->finish == FinishReason::kCancelled) std::printf(" [stopped]");
     messages.push_back({{"role", "assistant"}, {"content", answer}});
   }

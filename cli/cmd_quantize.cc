@@ -87,7 +87,7 @@ Command add_quantize_command(CLI::App& app) {
   // Not checked by CLI11: quantize_model's error lists the supported types.
   sub->add_option("type", options->type, "quantization type: " + types)->required();
   sub->add_option("-t,--threads", options->threads, "threads (0: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(thread_count_validator());
   sub->add_option("--imatrix", options->imatrix_path,
                   "importance matrix from llama-imatrix (.gguf, or the legacy .dat format)");
   sub->add_flag("--pure", options->pure,

@@ -80,6 +80,13 @@ int run(const RunFlags& f) {
   std::fflush(stdout);  // the timing line on stderr comes after the text
   if (!stats.ok()) return report(stats.error());
   const GenerationStats& s = *stats;
+  // The request was accepted but could not finish (e.g. the forward pass failed): as bad as a
+  // refused one, so no timing line and no exit 0.
+  if (s.finish == FinishReason::kError) {
+    return report(make_error(
+        ErrorCode::kInternal,
+        "generation failed after " + std::to_string(s.generated_tokens) + " tokens: " + s.error));
+  }
   std::fprintf(
       stderr,
       "prompt: %zu tokens, %.1f tokens/s | generation: %zu tokens, %.1f tokens/s | finish: %s\n",

@@ -46,7 +46,7 @@ Command add_synth_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", options->seed, "weight generator seed")->capture_default_str();
   sub->add_option("-t,--threads", options->threads, "threads (0: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(thread_count_validator());
   return {sub, [options] { return run(*options); }};
 }
 

@@ -1,5 +1,9 @@
 #include "cli/common.h"
 
+#include <algorithm>
+#include <charconv>
+#include <string>
+
 #include "cli/commands.h"
 
 namespace strata::cli {
@@ -9,10 +13,35 @@ int report(const Error& error) {
   return kExitBadInput;
 }
 
+CLI::Validator thread_count_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        long long threads = 0;
+        const char* end = text.data() + text.size();
+        auto [ptr, ec] = std::from_chars(text.data(), end, threads);
+        if (ec == std::errc::result_out_of_range) {
+          threads = text[0] == '-' ? -1 : kMaxThreads + 1LL;
+        } else if (ec != std::errc() || ptr != end) {
+          return "";  // not a number: CLI11's conversion error says so
+        }
+        // Clamped into int, then reported with the number as typed.
+        const int clamped = static_cast<int>(std::clamp<long long>(threads, -1, kMaxThreads + 1LL));
+        Status s = check_thread_count(clamped);
+        if (s.ok()) return "";
+        std::string message = s.error().message;
+        const std::string number = std::to_string(clamped);
+        if (size_t at = message.find(number); at != std::string::npos) {
+          message.replace(at, number.size(), text);
+        }
+        return message;
+      },
+      "0.." + std::to_string(kMaxThreads), "thread count");
+}
+
 void add_model_flags(CLI::App& sub, EngineOptions& options) {
   sub.add_option("-m,--model", options.model_path, "GGUF model file")->required();
   sub.add_option("-t,--threads", options.threads, "threads (0: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(thread_count_validator());
   sub.add_option("-c,--ctx-size", options.context,
                  "context size in tokens (0: the model's, at most 4096)")
       ->check(CLI::NonNegativeNumber);

@@ -13,6 +13,10 @@ namespace strata::cli {
 // Prints `error: <message>` to stderr and returns the exit code for bad input.
 int report(const Error& error);
 
+// Checks a -t/--threads value with strata::check_thread_count while the flags are parsed, so a
+// count past kMaxThreads is refused before any model is read.
+CLI::Validator thread_count_validator();
+
 // -m, -t, -c, --mmap on a subcommand, filling `options`.
 void add_model_flags(CLI::App& sub, EngineOptions& options);
 

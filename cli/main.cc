@@ -1,5 +1,7 @@
 // strata: run, inspect and measure GGUF language models on the CPU.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
@@ -9,6 +11,14 @@ int main(int argc, char** argv) {
   CLI::App app{"strata: a CPU inference engine for GGUF language models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "strata 0.1.0");
+  // Bad flags are bad input like a bad file: one `error: ...` line (CLI11's default adds a
+  // second line, and some of its messages span lines).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    while (!message.empty() && message.back() == ' ') message.pop_back();
+    return "error: " + message + " (see --help)\n";
+  });
   // One line per subcommand.
   // clang-format off
   const std::vector<Command> commands = {
