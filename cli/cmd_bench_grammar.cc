@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/json_depth.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "strata/structured.h"
@@ -118,6 +119,13 @@ void bench_schema(const fs::path& file, const std::shared_ptr<const ConstraintVo
                   bool progress, Tally* tally) {
   ++tally->schemas;
   auto content = read_file(file);
+  // The parsed file is copied and dumped below, both recursive: deep files are refused first.
+  if (content.ok() && json_nesting_depth(*content) > kMaxJsonDepth) {
+    tally->notes.push_back(file.string() + ": nests arrays and objects " +
+                           std::to_string(json_nesting_depth(*content)) + " levels deep; at most " +
+                           std::to_string(kMaxJsonDepth) + " are accepted");
+    return;
+  }
   const Json doc = content.ok() ? Json::parse(*content, nullptr, false) : Json();
   if (!doc.is_object() || !doc.contains("schema")) {
     tally->notes.push_back(file.string() + ": not a JSONSchemaBench file");

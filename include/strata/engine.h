@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/compile_budget.h"
 #include "strata/result.h"
 #include "strata/threads.h"
 
@@ -169,8 +170,13 @@ class Engine {
   Result<uint64_t> submit(const GenerationRequest& request, TokenCallback on_token);
   // Compiles an output constraint into the cache submit() reads (the 32 most recently used),
   // so that submit() on the engine thread does not stall every running sequence for it: large
-  // JSON Schemas take seconds. Safe from any thread; errors are submit()'s.
-  Status prepare_constraint(const OutputConstraint& constraint) const;
+  // JSON Schemas take seconds. Safe from any thread; errors are submit()'s, and, with a budget
+  // (strata/compile_budget.h), kDeadlineExceeded past its deadline or kCancelled once its flag
+  // is set (checked every few thousand units of work, so within milliseconds). Whatever the
+  // budget, a constraint that needs more than a fixed amount of work fails with kOutOfRange.
+  // A constraint found in the cache returns at once; failures are not cached.
+  Status prepare_constraint(const OutputConstraint& constraint,
+                            const CompileBudget& budget = {}) const;
   Status step();
   bool has_work() const;
   // Ends a submitted request: it gets a final kCancelled event and its KV pages return to the

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/compile_budget.h"
 #include "strata/engine.h"
 #include "strata/result.h"
 
@@ -47,10 +48,13 @@ Result<std::string> tool_system_prompt(ToolCallFormat format, std::string_view t
 //     JSON Schema;
 //   kAuto: free text, until the reply starts a call (the format's trigger); from there on the
 //     call is constrained as above.
-// Fails (kInvalidArgument / kUnsupported, naming the tool) when the tools JSON is malformed,
-// a parameter schema cannot be compiled, or kFunction names no tool.
+// Fails (kInvalidArgument / kUnsupported, naming the tool) when the tools JSON is malformed or
+// nests deeper than 512 levels, a parameter schema cannot be compiled, or kFunction names no
+// tool; with kDeadlineExceeded / kCancelled when converting the parameter schemas outruns
+// `budget`, kOutOfRange past the fixed work cap (strata/compile_budget.h).
 Result<OutputConstraint> tool_call_constraint(ToolCallFormat format, std::string_view tools_json,
-                                              const ToolChoice& choice, bool parallel = true);
+                                              const ToolChoice& choice, bool parallel = true,
+                                              const CompileBudget& budget = {});
 
 struct ToolCall {
   std::string id;  // from the reply when the format carries one (Mistral), else empty

@@ -8,7 +8,7 @@
 namespace strata::engine {
 
 Result<std::shared_ptr<const grammar::CompiledGrammar>> ConstraintCompiler::compile(
-    const OutputConstraint& c) {
+    const OutputConstraint& c, const CompileBudget& budget) {
   std::string key = std::to_string(static_cast<int>(c.kind)) + (c.best_effort ? "b" : "s");
   key += c.root + '\0' + c.text;
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary;
@@ -22,10 +22,12 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> ConstraintCompiler::comp
     vocabulary = vocabulary_;
   }
   // Two threads may compile the same constraint at once; the second insert finds the first.
+  // One meter for both stages: the budget and the work cap cover the whole compilation.
+  grammar::CompileMeter meter(budget);
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::Grammar> parsed,
-                          grammar::grammar_for_constraint(c));
+                          grammar::grammar_for_constraint(c, &meter));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::CompiledGrammar> compiled,
-                          grammar::CompiledGrammar::compile(std::move(parsed), vocabulary));
+                          grammar::CompiledGrammar::compile(std::move(parsed), vocabulary, &meter));
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = index_.find(key); it != index_.end()) return it->second->second;
   lru_.emplace_front(std::move(key), compiled);

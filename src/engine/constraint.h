@@ -31,7 +31,9 @@ class ConstraintCompiler {
   explicit ConstraintCompiler(const tokenizer::Tokenizer& tokenizer, size_t capacity = 32)
       : tokenizer_(tokenizer), capacity_(capacity) {}
 
-  Result<std::shared_ptr<const grammar::CompiledGrammar>> compile(const OutputConstraint& c);
+  // `budget` bounds a compilation that misses the cache (see Engine::prepare_constraint).
+  Result<std::shared_ptr<const grammar::CompiledGrammar>> compile(const OutputConstraint& c,
+                                                                  const CompileBudget& budget = {});
 
  private:
   const tokenizer::Tokenizer& tokenizer_;

@@ -370,9 +370,10 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   return s.id;
 }
 
-Status Engine::prepare_constraint(const OutputConstraint& constraint) const {
+Status Engine::prepare_constraint(const OutputConstraint& constraint,
+                                  const CompileBudget& budget) const {
   if (constraint.kind == ConstraintKind::kNone) return ok_status();
-  auto compiled = impl_->constraints->compile(constraint);
+  auto compiled = impl_->constraints->compile(constraint, budget);
   if (!compiled.ok()) return compiled.error();
   return ok_status();
 }

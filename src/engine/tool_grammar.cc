@@ -4,6 +4,8 @@
 // under the format's wrapper.
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
+#include "grammar/compile_meter.h"
 #include "grammar/json_schema.h"
 #include "strata/tool_calls.h"
 
@@ -74,6 +76,13 @@ struct Tool {
 };
 
 Result<std::vector<Tool>> read_tools(std::string_view tools_json) {
+  // Each tool's parameters are dumped below, which recurses once per level.
+  if (const size_t depth = json_nesting_depth(tools_json); depth > kMaxJsonDepth) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "'tools' nests arrays and objects " + std::to_string(depth) +
+                          " levels deep; at most " + std::to_string(kMaxJsonDepth) +
+                          " are accepted");
+  }
   const Json tools = Json::parse(tools_json.begin(), tools_json.end(), nullptr, false);
   if (!tools.is_array() || tools.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "'tools' must be a non-empty array");
@@ -107,7 +116,8 @@ Result<std::vector<Tool>> read_tools(std::string_view tools_json) {
 }  // namespace
 
 Result<OutputConstraint> tool_call_constraint(ToolCallFormat format, std::string_view tools_json,
-                                              const ToolChoice& choice, bool parallel) {
+                                              const ToolChoice& choice, bool parallel,
+                                              const CompileBudget& budget) {
   OutputConstraint constraint;
   if (choice.mode == ToolChoiceMode::kNone) return constraint;
   STRATA_ASSIGN_OR_RETURN(std::vector<Tool> tools, read_tools(tools_json));
@@ -124,8 +134,10 @@ Result<OutputConstraint> tool_call_constraint(ToolCallFormat format, std::string
   // call ::= call-0 | call-1 | ...; call-i is {"name": "<name>", "<args key>": <t{i}-root>}.
   const std::string args_key = format == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
   std::string grammar, calls;
+  // One meter for all the tools: the budget and the work cap bound the request, not each tool.
+  grammar::CompileMeter meter(budget);
   for (size_t i = 0; i < tools.size(); ++i) {
-    Result<std::string> schema = grammar::json_schema_to_gbnf(tools[i].parameters);
+    Result<std::string> schema = grammar::json_schema_to_gbnf(tools[i].parameters, {}, &meter);
     if (!schema.ok()) {
       return make_error(
           schema.error().code,

@@ -3,6 +3,8 @@
 // is refused at submit.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -215,6 +217,62 @@ TEST(ConstraintTest, SchemaConstrainedOutputsHaveTheRequiredShape) {
     EXPECT_LE(j["age"].get<int>(), 120);
     EXPECT_TRUE(j["pet"] == "cat" || j["pet"] == "dog") << out.text;
   }
+}
+
+// The attack on the server: a schema nested 20,000 deep crashed compilation (a recursive walk
+// overflowed the stack), and 100,000 properties compiled for minutes whatever the request's
+// timeout. Both now end in errors; a budget stops compilation and leaves the cache usable.
+std::string flat_object_schema(size_t n) {
+  std::string properties, required;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = "\"p" + std::to_string(i) + "\"";
+    properties += (i ? "," : "") + name + R"(:{"type":"string"})";
+    required += (i ? "," : "") + name;
+  }
+  return R"({"type":"object","properties":{)" + properties + "},\"required\":[" + required + "]}";
+}
+
+TEST(ConstraintTest, DeepSchemaIsAnErrorNotACrash) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  OutputConstraint c;
+  c.kind = ConstraintKind::kJsonSchema;
+  c.text = "{\"x\":" + std::string(20000, '[') + std::string(20000, ']') + "}";
+  Status prepared = engine->prepare_constraint(c);
+  ASSERT_FALSE(prepared.ok());
+  EXPECT_EQ(prepared.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(prepared.error().message.find("20001"), std::string::npos) << prepared.error().message;
+  GenerationRequest r = request(*engine, "Once", 0);
+  r.constraint = c;
+  EXPECT_FALSE(engine->submit(r, {}).ok());
+}
+
+TEST(ConstraintTest, CompileBudgetStopsPrepareConstraint) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  OutputConstraint large;
+  large.kind = ConstraintKind::kJsonSchema;
+  large.text = flat_object_schema(100000);
+  CompileBudget soon;
+  soon.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  Status late = engine->prepare_constraint(large, soon);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().code, ErrorCode::kDeadlineExceeded);
+  EXPECT_NE(late.error().message.find("--timeout"), std::string::npos) << late.error().message;
+
+  std::atomic<bool> cancelled{true};
+  CompileBudget abandoned;
+  abandoned.cancelled = &cancelled;
+  OutputConstraint small;
+  small.kind = ConstraintKind::kJsonSchema;
+  small.text = flat_object_schema(3);
+  Status stopped = engine->prepare_constraint(small, abandoned);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.error().code, ErrorCode::kCancelled);
+  // Failures are not cached: the same schema compiles once the budget allows it, and then comes
+  // from the cache even under a budget that is already spent.
+  EXPECT_TRUE(engine->prepare_constraint(small).ok());
+  EXPECT_TRUE(engine->prepare_constraint(small, abandoned).ok());
 }
 
 }  // namespace
