@@ -124,11 +124,11 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option(
          "--http-threads", f->http.transport.handler_threads,
          "request handler threads (0: parallel + max-queue + 32, as each stream holds one)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   sub->add_option(
          "--max-connections", f->http.transport.max_connections,
          "open connections; past it new ones get 503 (0: 4 x handler threads, at least 256)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--metrics-window", f->metrics_window_s,
                   "seconds of the sliding window for the p50/p99 metrics")
       ->check(CLI::PositiveNumber)

@@ -1,6 +1,10 @@
 #include "platform/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
+
+#include "base/log.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -38,7 +42,15 @@ ThreadPool::ThreadPool(size_t num_threads) {
   if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
   workers_.reserve(num_threads - 1);
   for (size_t t = 1; t < num_threads; ++t) {
-    workers_.emplace_back([this, t] { worker_loop(t); });
+    try {
+      workers_.emplace_back([this, t] { worker_loop(t); });
+    } catch (const std::system_error& e) {
+      // The system refused a thread (a container's process limit, RLIMIT_NPROC): run with the
+      // workers already started, which num_threads() then reports, rather than abort.
+      log_warn("started " + std::to_string(t) + " of " + std::to_string(num_threads) +
+               " threads: " + e.what());
+      break;
+    }
   }
 }
 
