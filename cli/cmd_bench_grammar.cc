@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "base/json_depth.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "strata/json_depth.h"
 #include "strata/structured.h"
 
 // The grammar writes object keys in the schema's order; instances are fed in that order (the

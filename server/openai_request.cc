@@ -4,7 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "base/json_depth.h"
+#include "strata/json_depth.h"
 
 namespace strata::server {
 namespace {

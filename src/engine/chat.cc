@@ -4,8 +4,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "base/json_depth.h"
 #include "gguf/gguf.h"
+#include "strata/json_depth.h"
 #include "tokenizer/jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 

@@ -4,9 +4,9 @@
 // under the format's wrapper.
 #include <nlohmann/json.hpp>
 
-#include "base/json_depth.h"
 #include "grammar/compile_meter.h"
 #include "grammar/json_schema.h"
+#include "strata/json_depth.h"
 #include "strata/tool_calls.h"
 
 namespace strata {

@@ -8,12 +8,12 @@
 #include <unordered_map>
 #include <utility>
 
-#include "base/json_depth.h"
 #include "grammar/compile_meter.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf.h"
 #include "grammar/regex_to_gbnf_automaton.h"
+#include "strata/json_depth.h"
 
 namespace strata::grammar {
 namespace json_schema_detail {

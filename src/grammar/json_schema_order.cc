@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <deque>
 
-#include "base/json_depth.h"
 #include "grammar/json_schema.h"
 #include "grammar/json_schema_converter.h"
+#include "strata/json_depth.h"
 
 namespace strata::grammar {
 namespace {

@@ -1,4 +1,4 @@
-#include "base/json_depth.h"
+#include "strata/json_depth.h"
 
 #include <gtest/gtest.h>
 

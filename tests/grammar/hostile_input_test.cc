@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "base/json_depth.h"
 #include "grammar/compile_meter.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar.h"
@@ -17,6 +16,7 @@
 #include "grammar/json_schema_converter.h"
 #include "grammar/regex_to_gbnf.h"
 #include "grammar/regex_to_gbnf_automaton.h"
+#include "strata/json_depth.h"
 #include "test_grammars.h"
 
 namespace strata::grammar {

@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "base/json_depth.h"
+#include "strata/json_depth.h"
 #include "tokenizer/jinja/template.h"
 
 namespace strata::jinja {

@@ -1,6 +1,6 @@
 #include "tokenizer/jinja/template.h"
 
-#include "base/json_depth.h"
+#include "strata/json_depth.h"
 #include "tokenizer/jinja/interpreter.h"
 #include "tokenizer/jinja/lexer.h"
 #include "tokenizer/jinja/parser.h"

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/json_depth.h"
+#include "strata/json_depth.h"
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/chat_template.h"
 #include "tokenizer/jinja/parser.h"

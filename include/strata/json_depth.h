@@ -1,7 +1,8 @@
-// The nesting depth of JSON text, measured before it is parsed. Parsers and the code that walks
-// a parsed document (nlohmann's dump(), schema converters, template values) recurse once per
-// level, so a 40 KB body of "[[[[..." would overflow a thread's stack; input that crosses a trust
-// boundary is measured with this first and refused past kMaxJsonDepth.
+// The nesting depth of JSON text, measured before it is parsed. Parsers and the code that walks a
+// parsed document (nlohmann's dump(), schema converters, template values) recurse once per level,
+// so a 40 KB body of "[[[[..." would overflow a thread's stack; input that crosses a trust
+// boundary (a request body, a schema file, a template's messages) is measured with this first and
+// refused past kMaxJsonDepth. Public, because the server and the CLI measure what they read.
 #pragma once
 
 #include <cstddef>
