@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "strata/json_depth.h"
+
 namespace strata {
 namespace {
 
@@ -94,6 +96,9 @@ bool read_call(const Json& j, const char* arguments_key, ToolCall& call) {
 }
 
 Json parse_json(std::string_view text) {
+  // A model's reply is as deep as it chose to make it; deeper than any real call, it is text
+  // (a discarded value), never a tree whose dump() would recurse that deep.
+  if (json_nesting_depth(text) > kMaxJsonDepth) return Json(Json::value_t::discarded);
   return Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
 }
 

@@ -86,6 +86,22 @@ TEST(ToolCallParseTest, NumbersPastDoubleRangeAndExactDigitsSurvive) {
                   .tool_calls.empty());
 }
 
+// A model may generate arguments nested without bound; past the JSON depth limit the reply is
+// text, not a call whose tree would be walked recursively.
+TEST(ToolCallParseTest, ArgumentsNestedPastTheLimitStayContent) {
+  const size_t depth = 100'000;
+  const std::string reply =
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": " + std::string(depth, '[') +
+      std::string(depth, ']') + "}}\n</tool_call>";
+  const ParsedReply r = parse_tool_calls(ToolCallFormat::kHermes, reply);
+  EXPECT_TRUE(r.tool_calls.empty());
+  // Within the limit the same shape is a call.
+  const std::string shallow =
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": " + std::string(100, '[') +
+      std::string(100, ']') + "}}\n</tool_call>";
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kHermes, shallow).tool_calls.size(), 1u);
+}
+
 TEST(ToolCallParseTest, TextThatIsNotACallStaysContent) {
   for (ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama3,
                            ToolCallFormat::kMistral, ToolCallFormat::kGeneric}) {
