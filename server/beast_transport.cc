@@ -14,6 +14,7 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -94,7 +95,15 @@ HttpRequest to_request(http::request<http::string_body>&& message) {
 class HandlerPool {
  public:
   explicit HandlerPool(size_t threads) {
-    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
+    for (size_t i = 0; i < threads; ++i) {
+      try {
+        threads_.emplace_back([this] { loop(); });
+      } catch (const std::system_error&) {
+        // The system refused a thread (a process limit): serve with those already started.
+        if (threads_.empty()) throw;
+        break;
+      }
+    }
   }
   ~HandlerPool() { stop(); }
 
@@ -160,6 +169,7 @@ class Connection final : public std::enable_shared_from_this<Connection>, public
   bool write(std::string_view data) override;
   bool end_stream() override;
   bool client_gone() const override { return gone_.load(); }
+  const std::atomic<bool>* gone_flag() const override { return &gone_; }
   int status() const override { return status_.load(); }
 
  private:

@@ -6,6 +6,7 @@
 #include "server/http_errors.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "strata/compile_budget.h"
 
 namespace strata::server {
 namespace {
@@ -95,7 +96,7 @@ struct Collector {
 // Builds one GenerationRequest per choice: each prompt times n.
 std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
     const CompletionContext& ctx, const Engine& engine, const CompletionRequest& r,
-    size_t& prompt_tokens) {
+    const CompileBudget& budget, size_t& prompt_tokens) {
   std::vector<std::vector<TokenId>> prompts;
   std::string param = r.chat ? "messages" : "prompt";
   if (r.chat) {
@@ -115,7 +116,7 @@ std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
   if (r.uses_tools() && ctx.chat_template.ok()) {
     Result<OutputConstraint> constraint =
         tool_call_constraint(detect_tool_call_format(ctx.chat_template->source), r.tools_json,
-                             r.tool_choice, r.parallel_tool_calls);
+                             r.tool_choice, r.parallel_tool_calls, budget);
     if (!constraint.ok()) return RequestError{constraint.error(), "tools"};
     base.constraint = std::move(constraint).value();
   }
@@ -276,6 +277,15 @@ void respond_stream(Job& job, Collector& collector, const ResponseHeader& header
 }  // namespace
 
 void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& exchange) {
+  const Clock::time_point arrival = Clock::now();
+  // Schema and tool grammars compile on this request's thread: its --timeout bounds them, and
+  // they stop when the client leaves.
+  CompileBudget budget;
+  if (ctx.worker.timeout_s() > 0) {
+    budget.deadline = arrival + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(ctx.worker.timeout_s()));
+  }
+  budget.cancelled = exchange.gone_flag();
   const std::string& body = exchange.request().body;
   const bool large = body.size() >= LargeBodyGate::kLargeBodyBytes;
   if (large && !ctx.large_bodies.enter(std::chrono::seconds(10))) {
@@ -294,7 +304,7 @@ void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& ex
   }
   Collector collector(*engine);
   std::variant<std::vector<GenerationRequest>, RequestError> choices =
-      build_choices(ctx, *engine, request, collector.prompt_tokens);
+      build_choices(ctx, *engine, request, budget, collector.prompt_tokens);
   if (auto* e = std::get_if<RequestError>(&choices))
     return send_error(exchange, e->error, e->param);
   collector.logprobs = request.generation.logprobs;
@@ -303,13 +313,12 @@ void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& ex
     collector.tool_format = detect_tool_call_format(ctx.chat_template->source);
   }
   collector.choices.resize(std::get<0>(choices).size());
-  // Compiled here, on this request's thread: the engine thread only finds it in the cache.
-  if (Status compiled = engine->prepare_constraint(std::get<0>(choices).front().constraint);
+  if (Status compiled = engine->prepare_constraint(std::get<0>(choices).front().constraint, budget);
       !compiled.ok()) {
     return send_error(exchange, compiled.error());
   }
 
-  Result<std::shared_ptr<Job>> job = ctx.worker.enqueue(std::move(std::get<0>(choices)));
+  Result<std::shared_ptr<Job>> job = ctx.worker.enqueue(std::move(std::get<0>(choices)), arrival);
   if (!job.ok()) {
     // Refused for its size rather than for the server's load: the choices are the request's n.
     const bool too_large = job.error().code == ErrorCode::kInvalidArgument;

@@ -12,8 +12,8 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
 
 }  // namespace
 
-Job::Job(std::vector<GenerationRequest> choices)
-    : choices_(std::move(choices)), arrival_(Clock::now()) {}
+Job::Job(std::vector<GenerationRequest> choices, Clock::time_point arrival)
+    : choices_(std::move(choices)), arrival_(arrival) {}
 
 Status Job::wait_submitted() {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -93,7 +93,8 @@ EngineLoad EngineWorker::load() const {
   return load_;
 }
 
-Result<std::shared_ptr<Job>> EngineWorker::enqueue(std::vector<GenerationRequest> choices) {
+Result<std::shared_ptr<Job>> EngineWorker::enqueue(std::vector<GenerationRequest> choices,
+                                                   Clock::time_point arrival) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (state_ == State::kLoading) {
     return make_error(ErrorCode::kUnavailable, "the model is still loading; retry shortly");
@@ -121,7 +122,7 @@ Result<std::shared_ptr<Job>> EngineWorker::enqueue(std::vector<GenerationRequest
                           " running at once; retry later");
   }
   in_flight_ += n;
-  auto job = std::make_shared<Job>(std::move(choices));
+  auto job = std::make_shared<Job>(std::move(choices), arrival);
   inbox_.push_back(job);
   cv_.notify_all();
   return job;

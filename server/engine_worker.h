@@ -39,7 +39,8 @@ struct ChoiceEvent {
 // and the flag that asks the worker to cancel them. Shared by the handler and the worker.
 class Job {
  public:
-  explicit Job(std::vector<GenerationRequest> choices);
+  // `arrival` is when the request arrived: its --timeout counts from there.
+  Job(std::vector<GenerationRequest> choices, Clock::time_point arrival);
 
   const std::vector<GenerationRequest>& choices() const { return choices_; }
   Clock::time_point arrival() const { return arrival_; }
@@ -90,7 +91,12 @@ class EngineWorker {
 
   // Queues a job, or refuses it at once with kUnavailable when the model is not loaded or the
   // sequences waiting for a slot would exceed max_queue (decided from counters, never blocks).
-  Result<std::shared_ptr<Job>> enqueue(std::vector<GenerationRequest> choices);
+  // `arrival` (when the request arrived) starts its --timeout, which so counts the time spent
+  // compiling its constraint before it was queued.
+  Result<std::shared_ptr<Job>> enqueue(std::vector<GenerationRequest> choices,
+                                       Clock::time_point arrival = Clock::now());
+  // The --timeout in seconds (0: none).
+  double timeout_s() const { return options_.timeout_s; }
 
   // The engine's load at the end of the latest iteration; `waiting` counts the inbox too.
   EngineLoad load() const;

@@ -3,6 +3,7 @@
 // whole with respond() or opens a chunked stream; it runs on a thread of its own and may block.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -49,6 +50,9 @@ class HttpExchange {
   // writing: a handler that waits long before its first byte (a non-streamed completion) polls it
   // so that its work ends when nobody will read the answer.
   virtual bool client_gone() const = 0;
+  // The flag behind client_gone(), for work that checks a flag instead of calling back (a
+  // constraint's CompileBudget). Lives as long as the exchange.
+  virtual const std::atomic<bool>* gone_flag() const = 0;
   // The status sent, or 0 while nothing has been sent.
   virtual int status() const = 0;
 };
