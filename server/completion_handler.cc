@@ -3,6 +3,7 @@
 #include <optional>
 #include <random>
 
+#include "server/chat_prompt.h"
 #include "server/http_errors.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -293,9 +294,9 @@ void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& ex
                       make_error(ErrorCode::kUnavailable,
                                  "too many large requests are being read; retry shortly"));
   }
+  LargeBodyGate::Slot slot(large ? &ctx.large_bodies : nullptr);
   std::variant<CompletionRequest, RequestError> parsed =
       chat ? parse_chat_request(body) : parse_completion_request(body);
-  if (large) ctx.large_bodies.leave();
   if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(exchange, e->error, e->param);
   const CompletionRequest& request = std::get<CompletionRequest>(parsed);
   const Engine* engine = ctx.worker.engine();
@@ -307,6 +308,7 @@ void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& ex
       build_choices(ctx, *engine, request, budget, collector.prompt_tokens);
   if (auto* e = std::get_if<RequestError>(&choices))
     return send_error(exchange, e->error, e->param);
+  slot.release();  // the prompts are tokens now; what remains of the body's cost is small
   collector.logprobs = request.generation.logprobs;
   collector.tools = request.uses_tools() && ctx.chat_template.ok();
   if (collector.tools) {

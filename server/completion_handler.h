@@ -13,11 +13,28 @@
 
 namespace strata::server {
 
-// Parsing a JSON body costs up to ~15x its size in heap (nlohmann's DOM: a node, a key string
-// and map bookkeeping per value), so a burst of maximal bodies could hold gigabytes at once. Bodies
-// of at least kLargeBodyBytes are parsed a few at a time; small ones, the common case, never wait.
+// Turning a JSON body into prompts costs many times its size in heap (nlohmann's DOM, a node and
+// a key string per value; then the chat template's values and the rendered prompt): twelve 4 MB
+// bodies of 100k messages at once peaked at 2.2 GB. Bodies of at least kLargeBodyBytes go from
+// parse to tokens a few at a time; small ones, the common case, never wait.
 class LargeBodyGate {
  public:
+  // Holds one slot (or none, for a small body) until release() or destruction.
+  class Slot {
+   public:
+    explicit Slot(LargeBodyGate* gate) : gate_(gate) {}
+    ~Slot() { release(); }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    void release() {
+      if (gate_) gate_->leave();
+      gate_ = nullptr;
+    }
+
+   private:
+    LargeBodyGate* gate_;
+  };
+
   static constexpr size_t kLargeBodyBytes = 1u << 20;
   static constexpr int kAtOnce = 2;
   // False when no slot freed within `wait` (the caller answers 503).

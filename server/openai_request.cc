@@ -369,6 +369,13 @@ void parse_messages(Fields& f, CompletionRequest& r) {
   if (!messages->is_array() || messages->empty()) {
     return f.fail(field_error("messages", "must be a non-empty array of messages"));
   }
+  // OpenAI's own limit. Past it a conversation is an attack on the template renderer (a Jinja
+  // value per message) rather than a chat.
+  if (messages->size() > kMaxMessages) {
+    return f.fail(field_error("messages", "may hold at most " + std::to_string(kMaxMessages) +
+                                              " messages (it has " +
+                                              std::to_string(messages->size()) + ")"));
+  }
   json out = json::array();
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& m = (*messages)[i];
@@ -506,52 +513,6 @@ std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::stri
   if (!ids) return field_error("tokens", "must be an array of token ids");
   r.tokens = std::move(*ids);
   return r;
-}
-
-// The messages with a system message about the tools first (merged into the conversation's
-// own system message when it has one).
-Result<std::string> messages_with_tool_prompt(const ChatTemplateSource& chat_template,
-                                              const std::string& messages_json,
-                                              const std::string& tools_json) {
-  STRATA_ASSIGN_OR_RETURN(
-      std::string prompt,
-      tool_system_prompt(detect_tool_call_format(chat_template.source), tools_json));
-  json messages = json::parse(messages_json);
-  if (!messages.empty() && messages[0]["role"] == "system") {
-    messages[0]["content"] = messages[0]["content"].get<std::string>() + "\n\n" + prompt;
-  } else {
-    messages.insert(messages.begin(), json{{"role", "system"}, {"content", prompt}});
-  }
-  return messages.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-Result<std::vector<TokenId>> chat_prompt_tokens(const Engine& engine,
-                                                const ChatTemplateSource& chat_template,
-                                                const std::string& messages_json,
-                                                const std::string& tools_json) {
-  ChatRenderRequest render;
-  render.messages_json = messages_json;
-  if (!tools_json.empty()) {
-    if (template_renders_tools(chat_template.source)) {
-      render.tools_json = tools_json;
-    } else {
-      STRATA_ASSIGN_OR_RETURN(render.messages_json,
-                              messages_with_tool_prompt(chat_template, messages_json, tools_json));
-    }
-  }
-  render.add_generation_prompt = true;
-  render.bos_token = chat_template.bos_token;
-  render.eos_token = chat_template.eos_token;
-  STRATA_ASSIGN_OR_RETURN(std::string prompt, render_chat_template(chat_template.source, render));
-  // Templates that write the BOS text themselves must not get a second BOS.
-  const bool has_bos = chat_template.bos_token && !chat_template.bos_token->empty() &&
-                       prompt.rfind(*chat_template.bos_token, 0) == 0;
-  return engine.tokenize(prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
-}
-
-std::vector<std::string> chat_template_stops(const ChatTemplateSource& chat_template) {
-  if (chat_template.is_default) return {"<|im_end|>", "<|im_start|>"};
-  return {};
 }
 
 }  // namespace strata::server

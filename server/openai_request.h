@@ -19,6 +19,8 @@ namespace strata::server {
 
 // Choices one request may ask for (`n`); each is one engine sequence.
 inline constexpr int kMaxChoices = 16;
+// Messages one chat request may hold, as OpenAI allows.
+inline constexpr size_t kMaxMessages = 2048;
 
 // A request that failed validation: the error and the field at fault (empty for the body itself).
 struct RequestError {
@@ -69,18 +71,5 @@ std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_vie
 std::variant<CompletionRequest, RequestError> parse_completion_request(std::string_view body);
 std::variant<TokenizeRequest, RequestError> parse_tokenize_request(std::string_view body);
 std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::string_view body);
-
-// The chat prompt: `messages_json` rendered by the model's chat template with the generation
-// prompt appended, tokenized with control tokens parsed. BOS is added unless the template
-// wrote it.
-// With `tools_json`, templates that render tools get them; for the others, a system message
-// describing the tools and the call format goes first.
-Result<std::vector<TokenId>> chat_prompt_tokens(const Engine& engine,
-                                                const ChatTemplateSource& chat_template,
-                                                const std::string& messages_json,
-                                                const std::string& tools_json = "");
-
-// Stop strings a template without end-of-turn tokens in the vocabulary needs (ChatML's).
-std::vector<std::string> chat_template_stops(const ChatTemplateSource& chat_template);
 
 }  // namespace strata::server

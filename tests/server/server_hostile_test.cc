@@ -275,6 +275,46 @@ TEST(ServerHostile, EveryAnswerUnderSlowLorisAndBodyBombs) {
   expect_healthy(server);
 }
 
+// Row 7: a JSON body costs ~15x its size once parsed; bodies of a megabyte and more are parsed
+// two at a time, so twelve 4 MB bodies of 140k messages at once (past the 2,048 messages allowed)
+// peak far below twelve parses, and the heap they freed goes back to the system afterwards.
+TEST(ServerHostile, LargeBodiesAreParsedAFewAtATime) {
+  TestServer server;
+  ASSERT_TRUE(server.ok());
+  std::string body = R"({"max_tokens":1,"messages":[)";
+  while (body.size() < (4u << 20)) body += R"({"role":"user","content":"x"},)";
+  body += R"({"role":"user","content":"x"}]})";
+  const size_t idle_rss = rss_bytes();
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> peak{idle_rss};
+  std::thread sampler([&] {
+    while (!stop) {
+      peak = std::max(peak.load(), rss_bytes());
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  std::vector<std::thread> clients;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < 12; ++i) {
+    clients.emplace_back([&] {
+      RawConnection c(server.port());
+      c.send(post("/v1/chat/completions", body));
+      if (status_of(c.receive(120s, "\r\n\r\n")) != 0) ++answered;
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  stop = true;
+  sampler.join();
+  const size_t after = rss_bytes();
+  EXPECT_EQ(answered.load(), 12);
+  // One parse of such a body is ~60 MB here; twelve at once would pass 700 MB.
+  const double peak_mb = static_cast<double>(peak.load() - idle_rss) / (1 << 20);
+  std::printf("12 x 4 MB bodies: RSS idle %zu MB, peak +%.0f MB, after +%.0f MB\n", idle_rss >> 20,
+              peak_mb, static_cast<double>(after - std::min(after, idle_rss)) / (1 << 20));
+  EXPECT_LT(peak_mb, 350);
+  EXPECT_LT(static_cast<double>(after), static_cast<double>(idle_rss) + 100.0 * (1 << 20));
+}
+
 // Row 9: framing and status mistakes.
 TEST(ServerHostile, MalformedFramingGetsTheRightStatus) {
   TestServerConfig config;
