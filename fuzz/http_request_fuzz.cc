@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.max_header_bytes = 2048;
   options.max_header_fields = 16;
   options.max_target_bytes = 256;
-  const int status = strata::server::parse_requests(
-      bytes, options, [&](strata::server::HttpRequest&& request) {
+  const int status =
+      strata::server::parse_requests(bytes, options, [&](strata::server::HttpRequest&& request) {
         if (request.body.size() > options.max_body_bytes ||
             request.headers.size() > options.max_header_fields || request.method.empty()) {
           std::fprintf(stderr, "a request past the limits was let through\n");
