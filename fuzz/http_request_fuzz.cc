@@ -22,7 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       strata::server::parse_requests(bytes, options, [&](strata::server::HttpRequest&& request) {
         if (request.body.size() > options.max_body_bytes ||
             request.headers.size() > options.max_header_fields || request.method.empty()) {
-          std::fprintf(stderr, "a request past the limits was let through\n");
+          std::fprintf(
+              stderr,
+              "a request past the limits was let through (body %zu, fields %zu, method \"%s\")\n",
+              request.body.size(), request.headers.size(), request.method.c_str());
           std::abort();
         }
       });

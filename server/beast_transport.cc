@@ -43,14 +43,18 @@ constexpr size_t kReadBufferBytes = 1u << 20;
 
 bool equals_ignoring_case(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
 
+// Counted again when the request is complete: a chunked body's trailer adds fields after the head.
+bool too_many_fields(const http::fields& fields, const TransportOptions& options) {
+  return static_cast<size_t>(std::distance(fields.begin(), fields.end())) >
+         options.max_header_fields;
+}
+
 // The status that refuses a request whose head was read (0: go on and read the body).
 int check_head(const http::request_parser<http::string_body>& parser,
                const TransportOptions& options) {
   const auto& head = parser.get();
   if (head.target().size() > options.max_target_bytes) return 414;
-  if (static_cast<size_t>(std::distance(head.begin(), head.end())) > options.max_header_fields) {
-    return 431;
-  }
+  if (too_many_fields(head, options)) return 431;
   // Two Content-Length fields, even equal ones, are how request smuggling begins.
   if (head.count(http::field::content_length) > 1) return 400;
   const std::string_view encoding = head[http::field::content_encoding];
@@ -209,7 +213,13 @@ class BeastTransport final : public HttpTransport {
  public:
   BeastTransport(TransportOptions options, TransportHooks hooks)
       : options_(options), hooks_(std::move(hooks)), pool_(options.handler_threads) {}
-  ~BeastTransport() override { stop(); }
+  ~BeastTransport() override {
+    try {
+      stop();
+    } catch (const std::exception&) {
+      // Joining a thread failed at exit: nothing is left to serve, and nothing to tell.
+    }
+  }
 
   Status bind(const std::string& host, int port) override;
   int port() const override { return port_; }
@@ -332,6 +342,7 @@ void Connection::read_body() {
 
 void Connection::on_body(beast::error_code ec) {
   if (ec) return refuse_for(ec);
+  if (too_many_fields(parser_->get(), transport_.options())) return refuse(431);
   http::request<http::string_body> message = parser_->release();
   parser_.reset();
   keep_alive_ = message.keep_alive();
@@ -461,7 +472,7 @@ bool Connection::respond(HttpResponse r) {
   res->keep_alive(keep_alive_ && !transport_.stopping());
   res->prepare_payload();
   status_ = r.status;
-  return blocking([this, res](Done done) {
+  return blocking([this, res](const Done& done) {
     http::async_write(stream_, *res, [res, done](beast::error_code ec, size_t) { done(ec); });
   });
 }
@@ -479,7 +490,7 @@ bool Connection::begin_stream(const HttpResponse& head) {
   streaming_ = true;
   status_ = head.status;
   auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*res);
-  return blocking([this, res, serializer](Done done) {
+  return blocking([this, res, serializer](const Done& done) {
     http::async_write_header(stream_, *serializer,
                              [res, serializer, done](beast::error_code ec, size_t) { done(ec); });
   });
@@ -488,7 +499,7 @@ bool Connection::begin_stream(const HttpResponse& head) {
 bool Connection::write(std::string_view data) {
   if (data.empty()) return !gone_;
   auto bytes = std::make_shared<std::string>(data);
-  return blocking([this, bytes](Done done) {
+  return blocking([this, bytes](const Done& done) {
     auto on_written = [bytes, done](beast::error_code ec, size_t) { done(ec); };
     if (chunked_) {
       net::async_write(stream_, http::make_chunk(net::buffer(*bytes)), on_written);
@@ -502,7 +513,7 @@ bool Connection::end_stream() {
   if (!streaming_) return !gone_;
   streaming_ = false;
   if (!chunked_) return !gone_;
-  return blocking([this](Done done) {
+  return blocking([this](const Done& done) {
     net::async_write(stream_, http::make_chunk_last(),
                      [done](beast::error_code ec, size_t) { done(ec); });
   });
@@ -609,6 +620,7 @@ int parse_requests(std::string_view bytes, const TransportOptions& options,
       }
       if (used == 0 && !parser.is_done()) return 0;  // the input ends inside a request
     }
+    if (too_many_fields(parser.get(), options)) return 431;
     on_request(to_request(parser.release()));
   }
   return 0;

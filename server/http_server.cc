@@ -86,7 +86,7 @@ bool HttpServer::authorized(const HttpRequest& request) const {
 }
 
 void HttpServer::add(const std::string& method, const std::vector<std::string>& paths,
-                     HttpHandler handler, bool needs_key) {
+                     const HttpHandler& handler, bool needs_key) {
   for (const std::string& path : paths) routes_[path].push_back({method, needs_key, handler});
 }
 

@@ -65,8 +65,8 @@ class HttpServer {
     HttpHandler handler;
   };
   void install_routes();
-  void add(const std::string& method, const std::vector<std::string>& paths, HttpHandler handler,
-           bool needs_key = true);
+  void add(const std::string& method, const std::vector<std::string>& paths,
+           const HttpHandler& handler, bool needs_key = true);
   // Routes one request: 404, 405, 401 or the route's handler; counts it in the metrics.
   void dispatch(HttpExchange& exchange);
   // The response for a request the transport refused before routing (too large, too slow, ...).
