@@ -445,16 +445,7 @@ TEST(ServerHostile, ANonStreamedClientThatLeavesFreesItsSequence) {
       std::this_thread::sleep_for(5ms);
     }
   }
-  std::string text;
-  for (int i = 0; i < 6000; ++i) {
-    auto m = client->Get("/metrics");
-    if (m) text = m->body;
-    if (metric_value(text, "strata:num_requests_running") == 0 &&
-        metric_value(text, "strata:kv_pages_used") == 0) {
-      break;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
+  const std::string text = wait_until_idle(server);
   EXPECT_EQ(metric_value(text, "strata:num_requests_running"), 0);
   EXPECT_EQ(metric_value(text, "strata:kv_pages_used"), 0);
   EXPECT_LT(metric_value(text, "strata:generation_tokens_total"), kMaxTokens);

@@ -204,16 +204,7 @@ TEST(ServerSoak, MixedHostileTrafficLeavesNothingBehind) {
   EXPECT_LT(hostile_get, 2.0 * std::max(calm_get, 5.0))
       << "GET p99: well-behaved load " << calm_get << " ms, hostile " << hostile_get << " ms";
   // Idle again: every sequence has ended and every page is free.
-  std::string text;
-  for (int i = 0; i < 1000; ++i) {
-    auto m = server.client()->Get("/metrics");
-    if (m) text = m->body;
-    if (metric_value(text, "strata:kv_pages_used") == 0 &&
-        metric_value(text, "strata:num_requests_running") == 0) {
-      break;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
+  const std::string text = wait_until_idle(server);
   EXPECT_EQ(metric_value(text, "strata:kv_pages_used"), 0);
   EXPECT_EQ(metric_value(text, "strata:num_requests_running"), 0);
   std::printf(

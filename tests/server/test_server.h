@@ -116,4 +116,21 @@ inline double metric_value(const std::string& text, const std::string& name) {
   return -1;
 }
 
+// Polls /metrics until no sequence runs and every KV page is free (or a bounded wait passes, so
+// that a broken server fails the test instead of hanging it); returns the last scrape.
+inline std::string wait_until_idle(const TestServer& server) {
+  auto client = server.client();
+  std::string text;
+  for (int i = 0; i < 6000; ++i) {
+    auto m = client->Get("/metrics");
+    if (m) text = m->body;
+    if (metric_value(text, "strata:num_requests_running") == 0 &&
+        metric_value(text, "strata:kv_pages_used") == 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return text;
+}
+
 }  // namespace strata::server::testing
