@@ -95,6 +95,20 @@ HttpRequest to_request(http::request<http::string_body>&& message) {
   return request;
 }
 
+// A whole response as Beast writes it: status, Content-Type, the handler's headers, the body and
+// its Content-Length.
+std::shared_ptr<http::response<http::string_body>> to_message(HttpResponse&& r, unsigned version,
+                                                              bool keep_alive) {
+  auto res = std::make_shared<http::response<http::string_body>>(
+      static_cast<http::status>(r.status), version);
+  res->set(http::field::content_type, r.content_type);
+  for (const auto& [name, value] : r.headers) res->set(name, value);
+  res->body() = std::move(r.body);
+  res->keep_alive(keep_alive);
+  res->prepare_payload();
+  return res;
+}
+
 // Queued handler runs; stop() drops what has not started and joins the threads.
 class HandlerPool {
  public:
@@ -399,14 +413,8 @@ void Connection::refuse_for(beast::error_code ec) {
 
 void Connection::refuse(int status) {
   HttpResponse r = transport_.hooks().refusal(status, request_.path);
-  auto res = std::make_shared<http::response<http::string_body>>(
-      static_cast<http::status>(r.status), version_ >= 10 ? version_ : 11);
-  res->set(http::field::content_type, r.content_type);
-  for (const auto& [name, value] : r.headers) res->set(name, value);
-  res->body() = std::move(r.body);
-  res->keep_alive(false);
-  res->prepare_payload();
   status_ = r.status;
+  auto res = to_message(std::move(r), version_ >= 10 ? version_ : 11, /*keep_alive=*/false);
   stream_.expires_after(kRefusalTimeout);
   http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
     self->stream_.expires_never();
@@ -464,14 +472,8 @@ bool Connection::blocking(std::function<void(Done)> start) {
 }
 
 bool Connection::respond(HttpResponse r) {
-  auto res = std::make_shared<http::response<http::string_body>>(
-      static_cast<http::status>(r.status), version_);
-  res->set(http::field::content_type, r.content_type);
-  for (const auto& [name, value] : r.headers) res->set(name, value);
-  res->body() = std::move(r.body);
-  res->keep_alive(keep_alive_ && !transport_.stopping());
-  res->prepare_payload();
   status_ = r.status;
+  auto res = to_message(std::move(r), version_, keep_alive_ && !transport_.stopping());
   return blocking([this, res](const Done& done) {
     http::async_write(stream_, *res, [res, done](beast::error_code ec, size_t) { done(ec); });
   });
