@@ -45,7 +45,8 @@ def cmd_train(a) -> None:
     import train
     p = paths(a.work)
     name = a.name or os.path.splitext(os.path.basename(a.config))[0]
-    train.run(a.config, os.path.join(p["runs"], name), p["data"], p["corpus"], a.max_seconds)
+    train.run(a.config, os.path.join(p["runs"], name), p["data"], p["corpus"], a.max_seconds,
+              a.threads)
 
 
 def cmd_export(a) -> None:
@@ -112,6 +113,7 @@ def main() -> None:
     s.add_argument("--name", help="run name (default: the config's file name)")
     s.add_argument("--max-seconds", type=float, default=0.0,
                    help="checkpoint and stop after this long (0: run to the end)")
+    s.add_argument("--threads", type=int, default=0, help="torch threads (default: the config's)")
     s.set_defaults(fn=cmd_train)
 
     s = sub.add_parser("export", help="write a run's checkpoint as a GGUF F16 model")

@@ -127,9 +127,11 @@ def _trim_metrics(path: str, step: int) -> None:
 
 
 def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
-        max_seconds: float = 0.0) -> None:
+        max_seconds: float = 0.0, threads: int = 0) -> None:
+    """threads overrides the config's (it changes the speed, not what is computed, up to the
+    order of floating-point sums)."""
     raw, mc, dc, tc = load_config(config_path)
-    torch.set_num_threads(tc.threads)
+    torch.set_num_threads(threads or tc.threads)
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as f:
         json.dump(raw, f, indent=1)
@@ -229,6 +231,7 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
             print(f"step {step}/{tc.steps} loss {entry['loss']:.3f} text {entry.get('text_loss', 0):.3f} "
                   f"lr {entry['lr']:.2e} {entry['tok_per_s']:.0f} tok/s "
                   f"({entry['tok_per_cpu_s']:.0f} per cpu-s) "
+                  f"eta {(tc.steps - step) * (now - window_t) / max(1, tc.log_every) / 60:.0f} min "
                   + " ".join(f"{k}={np.mean(v):.2f}" for k, v in sorted(hits_acc.items())), flush=True)
             window_t, window_cpu, window_tokens = now, cpu_now, 0
             loss_acc, text_acc, hits_acc = [], [], {}

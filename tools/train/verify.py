@@ -19,9 +19,8 @@ from export import load_model, round_to_export
 
 
 def strata(binary: str, *args: str) -> str:
-    r = subprocess.run(["nice", "-n", "19", binary, *args, "-t", "1"] if args[0] != "tokenize"
-                       else ["nice", "-n", "19", binary, *args],
-                       capture_output=True, text=True)
+    threads = ["-t", "1"] if args[0] in ("run", "logits") else []
+    r = subprocess.run(["nice", "-n", "19", binary, *args, *threads], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"strata {' '.join(args[:3])}...: {r.stderr.strip()}")
     return r.stdout
