@@ -162,6 +162,8 @@ def assemble(enc: SegmentEncoder, head: list[Segment], fill, needles: list[Segme
     """head + filler with needles at the given depths + tail, in at most n_tokens tokens
     (counting BOS); returns the segments and the filler budget that was left unused."""
     fixed = 1 + sum(len(enc(s.text, s.sep)) for s in head + needles + tail)
+    if fixed > n_tokens:
+        raise ValueError(f"a case needs at least {fixed} tokens, {n_tokens} asked")
     units = fill_units(enc, fill, max(0, n_tokens - fixed))
     left = n_tokens - fixed - sum(len(ids) for _, ids in units)
     body = [seg for seg, _ in units]
@@ -179,18 +181,17 @@ def passkey(enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int, depth:
     needle = Segment(f"The pass key is {key}. Remember it. {key} is the pass key.", "\n", "needle")
     tail = [Segment(PASSKEY_QUESTION, "\n", "question"), Segment(key + ".", " ", "answer")]
     # Landmark's layout: intro, filler, needle, filler, question, one per line.
-    segs, _ = assemble(enc, head, garbage_units(rng), [needle], [depth], tail, n_tokens)
-    segs = _newline_after(segs, "intro")
+    segs, _ = assemble(enc, head, _first_on_new_line(garbage_units(rng)), [needle], [depth], tail,
+                       n_tokens)
     return Case("passkey", segs, " " + key + ".", depth, {"key": key})
 
 
-def _newline_after(segs: list[Segment], kind: str) -> list[Segment]:
-    """What follows a segment of this kind starts on its own line."""
-    out = list(segs)
-    for i in range(len(out) - 1):
-        if out[i].kind == kind and out[i + 1].sep == " ":
-            out[i + 1] = Segment(out[i + 1].text, "\n", out[i + 1].kind)
-    return out
+def _first_on_new_line(units):
+    """The filler after the intro starts on its own line (counted in the budget as such)."""
+    first = True
+    for seg in units:
+        yield Segment(seg.text, "\n", seg.kind) if first else seg
+        first = False
 
 
 def multikey(enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int, depth: float,
@@ -233,8 +234,8 @@ def vt(enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int, depth: floa
                 f"above, {hops + 1} variables are assigned the value {value}, they are:")
     answer = " ".join(names)
     tail = [Segment(question, "\n", "question"), Segment(answer, " ", "answer")]
-    segs, _ = assemble(enc, head, garbage_units(rng), chain, [depth] + rest, tail, n_tokens)
-    segs = _newline_after(segs, "intro")
+    segs, _ = assemble(enc, head, _first_on_new_line(garbage_units(rng)), chain, [depth] + rest,
+                       tail, n_tokens)
     return Case("vt", segs, " " + answer, depth, {"value": value, "names": names})
 
 

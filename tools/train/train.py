@@ -228,7 +228,8 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
             for k, v in hits_acc.items():
                 entry[f"train_acc_{k}"] = float(np.mean(v))
             log(entry)
-            print(f"step {step}/{tc.steps} loss {entry['loss']:.3f} text {entry.get('text_loss', 0):.3f} "
+            text = f"{entry['text_loss']:.3f}" if "text_loss" in entry else "-"
+            print(f"step {step}/{tc.steps} loss {entry['loss']:.3f} text {text} "
                   f"lr {entry['lr']:.2e} {entry['tok_per_s']:.0f} tok/s "
                   f"({entry['tok_per_cpu_s']:.0f} per cpu-s) "
                   f"eta {(tc.steps - step) * (now - window_t) / max(1, tc.log_every) / 60:.0f} min "
