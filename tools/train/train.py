@@ -44,6 +44,8 @@ class TrainConfig:
     checkpoint_every_s: float = 300.0
     long_every: int = 0  # every Nth step is one task row of long_len real tokens (0: never)
     long_len: int = 2048
+    # Loss weight of task answers (a few tokens in a row of filler and text) against the rest.
+    answer_weight: float = 1.0
 
 
 def _from_dict(cls, d: dict):
@@ -200,7 +202,11 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
         per_tok = F.cross_entropy(logits.flatten(0, 1), b.targets.flatten(), ignore_index=IGNORE,
                                   reduction="none").view(b.targets.shape)
         mask = (b.targets != IGNORE).float()
-        loss = (per_tok * mask).sum() / mask.sum()
+        weight = mask.clone()
+        if tc.answer_weight != 1.0:
+            for r, (a, e) in enumerate(b.answer_spans):
+                weight[r, a:e] *= tc.answer_weight
+        loss = (per_tok * weight).sum() / weight.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gnorm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip))
