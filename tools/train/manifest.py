@@ -8,7 +8,6 @@ import json
 import math
 import os
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
