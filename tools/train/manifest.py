@@ -1,0 +1,127 @@
+"""Puts the trained models into the repository: models/testbed/{target,draft}.gguf (F16), the
+held-out validation text, the task cases (tasks.jsonl) and manifest.json describing them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+
+import corpus
+import evaluate
+import export
+import tokenizer as tok
+
+TESTBED = os.path.join("models", "testbed")
+MAX_BYTES = 64 * 1024 * 1024
+TASK_LENGTHS, TASK_DEPTHS, TASK_CASES = [1024, 2048, 4096, 8192], 5, 4
+
+
+def sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def validation_text(corpus_dir: str, max_chars: int) -> str:
+    """Whole validation documents, in split order, up to max_chars."""
+    out, n = [], 0
+    for d in corpus.read_split(corpus_dir, "val"):
+        if n + len(d.text) > max_chars and out:
+            continue
+        out.append(d.text)
+        n += len(d.text)
+    return "\n".join(out)
+
+
+@torch.no_grad()
+def perplexity_llama_style(model, ids: list[int], n_ctx: int = 512) -> float:
+    """llama-perplexity's measure: chunks of n_ctx tokens, BOS as each chunk's first token, the
+    second half of each chunk scored."""
+    first = n_ctx // 2
+    nll, count = 0.0, 0
+    for c in range(len(ids) // n_ctx):
+        chunk = torch.tensor(ids[c * n_ctx:(c + 1) * n_ctx])
+        chunk[0] = tok.BOS
+        logits = model(chunk[None])[0]
+        lp = F.log_softmax(logits[first:n_ctx - 1].double(), -1)
+        nll -= float(lp.gather(1, chunk[first + 1:, None]).sum())
+        count += n_ctx - 1 - first
+    return math.exp(nll / count)
+
+
+def last_eval(metrics_path: str) -> dict:
+    with open(metrics_path) as f:
+        evals = [json.loads(ln) for ln in f if "val_loss" in ln]
+    return evals[-1] if evals else {}
+
+
+def write(work: str, repo: str, target: str, draft: str, val_chars: int) -> None:
+    data, runs, corpus_dir = (os.path.join(work, x) for x in ("data", "runs", "corpus"))
+    out_dir = os.path.join(repo, TESTBED)
+    os.makedirs(out_dir, exist_ok=True)
+    tokenizer_path = os.path.join(data, "tokenizer.model")
+    sp = tok.load(tokenizer_path)
+
+    val_rel = os.path.join(TESTBED, "validation.txt")
+    text = validation_text(corpus_dir, val_chars)
+    with open(os.path.join(repo, val_rel), "w", encoding="utf-8") as f:
+        f.write(text)
+    val_ids = [tok.BOS] + tok.encode(sp, text)
+
+    with open(os.path.join(corpus_dir, "stats.json")) as f:
+        stats = json.load(f)
+    with open(os.path.join(data, "tokens.json")) as f:
+        token_counts = json.load(f)
+    corpus_info = {"sources": {k: v["package"] for k, v in stats["sources"].items()},
+                   "split": "by document; see tools/train/README.md",
+                   "tokens": token_counts, "tokenizer": f"SentencePiece BPE, {sp.get_piece_size()} pieces, byte fallback"}
+
+    tasks_rel = os.path.join(TESTBED, "tasks.jsonl")
+    n_cases = evaluate.write_cases(tokenizer_path, corpus_dir, os.path.join(repo, tasks_rel),
+                                   TASK_LENGTHS, TASK_DEPTHS, TASK_CASES)
+    manifest: dict = {"validation_text": val_rel, "validation_tokens": len(val_ids),
+                      "tokenizer": corpus_info["tokenizer"],
+                      "tasks": tasks_rel,
+                      "tasks_note": (f"{n_cases} held-out cases (haystacks from the test split): "
+                                     f"passkey, multikey, vt at {TASK_LENGTHS} tokens (prompt and "
+                                     f"answer, with BOS), {TASK_DEPTHS} depths, {TASK_CASES} each; "
+                                     "a case passes when greedy decoding of prompt (BOS added) "
+                                     "starts with answer")}
+    total = 0
+    for role, name in (("target", target), ("draft", draft)):
+        ckpt = os.path.join(runs, name, "ckpt.pt")
+        file_rel = os.path.join(TESTBED, f"{role}.gguf")
+        info = export.export(ckpt, tokenizer_path, os.path.join(repo, file_rel), f"strata-testbed-{role}")
+        model, ck = export.load_model(ckpt)
+        export.round_to_export(model)
+        torch.set_num_threads(int(ck["config"].get("train", {}).get("threads", 1)))
+        ev = last_eval(os.path.join(runs, name, "metrics.jsonl"))
+        size = os.path.getsize(os.path.join(repo, file_rel))
+        total += size
+        manifest[role] = file_rel
+        manifest.setdefault("models", {})[role] = {
+            "file": file_rel, "sha256": sha256(os.path.join(repo, file_rel)), "bytes": size,
+            "parameters": info["params"], "corpus": corpus_info,
+            "hyper_parameters": ck["config"], "training_steps": info["step"],
+            "training_tokens": info["tokens"], "training_seconds": round(ck["elapsed_s"]),
+            "validation_loss": ev.get("val_loss"),
+            "validation_loss_note": "mean over held-out windows of the validation split during training",
+            "validation_text_ppl_512": perplexity_llama_style(model, val_ids),
+            "task_accuracy_at_training_end": {k: v for k, v in ev.items() if k.startswith("acc_")},
+        }
+        manifest["context_length"] = int(ck["config"]["model"]["context_length"])
+        print(f"{role}: {file_rel} {size / 1e6:.1f} MB, validation ppl (512-token chunks) "
+              f"{manifest['models'][role]['validation_text_ppl_512']:.3f}")
+    if total > MAX_BYTES:
+        raise SystemExit(f"error: the models take {total / 1e6:.1f} MB, over the 64 MiB budget")
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    print(f"wrote {os.path.join(out_dir, 'manifest.json')}")

@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""Quick checks of the tool's invariants (seconds; needs the setup packages, a built corpus and
+tokenizer): python3 tools/train/selftest.py [--work DIR]."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import corpus  # noqa: E402
+import gguf  # noqa: E402
+import tasks  # noqa: E402
+import tokenizer as tok  # noqa: E402
+from data import DataConfig, Sampler  # noqa: E402
+from model import Llama, ModelConfig  # noqa: E402
+
+
+def check_tasks(sp, hay) -> None:
+    enc = tasks.SegmentEncoder(sp)
+    rng = np.random.default_rng(0)
+    for task in ("passkey", "multikey", "multikey2", "vt"):
+        for _ in range(50):
+            n = int(rng.integers(250, 3000))
+            case = tasks.make_case(task, enc, rng, n, float(rng.random()), hay)
+            tk = tasks.tokens_of(case, enc, with_eos=False)
+            assert tasks.check_tokens(case, enc), (task, case.prompt()[:200])
+            assert len(tk.ids) <= n, (task, len(tk.ids), n)
+            assert sp.decode(tk.ids[tk.answer_start:]) == case.answer.strip()
+    print("tasks: segment tokens equal whole-text tokens; lengths within budget; answers decode")
+
+
+def check_model() -> None:
+    torch.manual_seed(0)
+    m = Llama(ModelConfig(dim=128, n_layers=2, n_heads=2, n_kv_heads=1, ffn_dim=256))
+    m.eval()
+    t = torch.randint(0, 4096, (2, 200))
+    with torch.no_grad():
+        a = m(t)
+        shifted = m(t, torch.arange(200)[None].expand(2, 200) + 5000)
+        chunked = m(t, query_chunk=64)
+        t2 = t.clone()
+        t2[:, 150:] = 7
+        causal = m(t2)[:, :150]
+    assert (a - shifted).abs().max() < 1e-4, "RoPE must depend on relative positions only"
+    assert (a - chunked).abs().max() < 1e-4, "query chunks must not change attention"
+    assert (a[:, :150] - causal).abs().max() == 0, "attention must be causal"
+    print("model: relative positions, causal, chunked attention equal")
+
+
+def check_data(stream, sp, hay) -> None:
+    s = Sampler(DataConfig(), stream, tasks.SegmentEncoder(sp), hay)
+    a, b = s.batch(17), s.batch(17)
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.pos, b.pos), "batches must be reproducible"
+    assert int(a.pos.max()) < 8192 and bool((a.pos[:, 1:] > a.pos[:, :-1]).all())
+    print("data: batch(step) reproducible; positions increasing, below max_pos")
+
+
+def check_gguf() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.gguf")
+        w = np.arange(6, dtype=np.float32).reshape(2, 3)
+        gguf.write(path, {"a": gguf.u32(7), "s": gguf.string("x"),
+                          "arr": gguf.array(gguf.STRING, ["p", "q"])},
+                   [("w", w.astype(np.float16)), ("n", np.ones(3, np.float32))])
+        raw = open(path, "rb").read()
+    assert raw[:4] == b"GGUF" and struct.unpack("<IQQ", raw[4:24]) == (3, 2, 3)
+    # The data section starts aligned; the first tensor is w as F16 in row-major order.
+    data = np.frombuffer(raw[len(raw) - 32 - 32:len(raw) - 32][:12], dtype="<f2")
+    assert np.array_equal(data, w.astype(np.float16).ravel()), data
+    print("gguf: header and tensor data laid out as written")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", default="/work/train-data")
+    a = ap.parse_args()
+    sp = tok.load(os.path.join(a.work, "data", "tokenizer.model"))
+    hay = tasks.Haystack([d.text for d in corpus.read_split(os.path.join(a.work, "corpus"), "test")])
+    stream = np.load(os.path.join(a.work, "data", "train.npy"), mmap_mode="r")
+    check_tasks(sp, hay)
+    check_model()
+    check_data(stream, sp, hay)
+    check_gguf()
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
