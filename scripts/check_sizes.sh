@@ -46,6 +46,7 @@ is_generated() {
 
 function_files=()
 for f in "${files[@]}"; do
+  f=${f#./}
   [ -f "$f" ] || continue
   if ! is_generated "$f"; then
     lines=$(wc -l < "$f")
