@@ -1,7 +1,7 @@
 // HttpTransport on Boost.Beast and Asio. One I/O thread runs every socket operation
 // asynchronously, so a slow or silent client costs a socket and a timer, never a thread; complete
-// requests go to a pool of handler threads, whose writes are posted back to the connection's
-// strand and waited for. Why each limit exists is said in http_transport.h.
+// requests go to a pool of handler threads (handler_pool.h), whose writes are posted back to the
+// connection's strand and waited for. Why each limit exists is said in http_transport.h.
 #include <sys/socket.h>
 
 #include <atomic>
@@ -9,16 +9,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
-#include <condition_variable>
-#include <deque>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <optional>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "server/handler_pool.h"
 #include "server/http_transport.h"
 
 namespace strata::server {
@@ -108,63 +106,6 @@ std::shared_ptr<http::response<http::string_body>> to_message(HttpResponse&& r, 
   res->prepare_payload();
   return res;
 }
-
-// Queued handler runs; stop() drops what has not started and joins the threads.
-class HandlerPool {
- public:
-  explicit HandlerPool(size_t threads) {
-    for (size_t i = 0; i < threads; ++i) {
-      try {
-        threads_.emplace_back([this] { loop(); });
-      } catch (const std::system_error&) {
-        // The system refused a thread (a process limit): serve with those already started.
-        if (threads_.empty()) throw;
-        break;
-      }
-    }
-  }
-  ~HandlerPool() { stop(); }
-
-  void post(std::function<void()> job) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!stopping_) jobs_.push_back(std::move(job));
-    cv_.notify_one();
-  }
-
-  void stop() {
-    std::deque<std::function<void()>> dropped;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-      dropped.swap(jobs_);
-    }
-    cv_.notify_all();
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-
- private:
-  void loop() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-        if (stopping_) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      job();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
 
 class BeastTransport;
 

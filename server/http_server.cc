@@ -123,100 +123,98 @@ void HttpServer::dispatch(HttpExchange& exchange) {
 
 void HttpServer::install_routes() {
   add(
-      "GET", {"/health"},
-      [this](HttpExchange& ex) {
-        switch (worker_.state()) {
-          case EngineWorker::State::kReady:
-            return respond_json(ex, {{"status", "ok"}});
-          case EngineWorker::State::kLoading:
-            return send(ex,
-                        http_error(make_error(ErrorCode::kUnavailable, "the model is loading")));
-          default:
-            return send(
-                ex, http_error(make_error(ErrorCode::kUnavailable, "the server is not serving")));
-        }
-      },
-      /*needs_key=*/false);
-
+      "GET", {"/health"}, [this](HttpExchange& ex) { answer_health(ex); }, /*needs_key=*/false);
   add(
-      "GET", {"/metrics"},
-      [this](HttpExchange& ex) {
-        ex.respond(
-            {200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics_.render(worker_.load())});
-      },
+      "GET", {"/metrics"}, [this](HttpExchange& ex) { answer_metrics(ex); },
       /*needs_key=*/false);
+  add("GET", {"/v1/models", "/models"}, [this](HttpExchange& ex) { answer_models(ex); });
+  add("POST", {"/v1/chat/completions", "/chat/completions"},
+      [this](HttpExchange& ex) { answer_completion(ex, /*chat=*/true); });
+  add("POST", {"/v1/completions", "/completions"},
+      [this](HttpExchange& ex) { answer_completion(ex, /*chat=*/false); });
+  add("POST", {"/tokenize"}, [this](HttpExchange& ex) { answer_tokenize(ex); });
+  add("POST", {"/detokenize"}, [this](HttpExchange& ex) { answer_detokenize(ex); });
+  add("GET", {"/", "/index.html"}, serve_chat_page, /*needs_key=*/false);
+}
 
-  add("GET", {"/v1/models", "/models"}, [this](HttpExchange& ex) {
-    json model = {
-        {"id", options_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "strata"}};
-    if (const Engine* e = worker_.engine()) {
-      model["meta"] = {{"n_ctx", e->model().context},
-                       {"n_vocab", e->model().n_vocab},
-                       {"architecture", e->model().architecture}};
+void HttpServer::answer_health(HttpExchange& ex) {
+  switch (worker_.state()) {
+    case EngineWorker::State::kReady:
+      return respond_json(ex, {{"status", "ok"}});
+    case EngineWorker::State::kLoading:
+      return send(ex, http_error(make_error(ErrorCode::kUnavailable, "the model is loading")));
+    default:
+      return send(ex, http_error(make_error(ErrorCode::kUnavailable, "the server is not serving")));
+  }
+}
+
+void HttpServer::answer_metrics(HttpExchange& ex) {
+  ex.respond(
+      {200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics_.render(worker_.load())});
+}
+
+void HttpServer::answer_models(HttpExchange& ex) {
+  json model = {
+      {"id", options_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "strata"}};
+  if (const Engine* e = worker_.engine()) {
+    model["meta"] = {{"n_ctx", e->model().context},
+                     {"n_vocab", e->model().n_vocab},
+                     {"architecture", e->model().architecture}};
+  }
+  respond_json(ex, {{"object", "list"}, {"data", json::array({model})}});
+}
+
+void HttpServer::answer_completion(HttpExchange& ex, bool chat) {
+  if (draining_.load()) {
+    return send(ex, http_error(make_error(ErrorCode::kUnavailable, "the server is shutting down")));
+  }
+  ++in_flight_;
+  handle_completion({worker_, chat_template_, options_.model_id, large_bodies_}, chat, ex);
+  --in_flight_;
+}
+
+void HttpServer::answer_tokenize(HttpExchange& ex) {
+  std::variant<TokenizeRequest, RequestError> parsed = parse_tokenize_request(ex.request().body);
+  if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(ex, e->error, e->param);
+  const Engine* engine = worker_.engine();
+  if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+  const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
+  json tokens = json::array();
+  for (TokenId id : engine->tokenize(r.content, r.add_special, r.parse_special)) {
+    if (r.with_pieces) {
+      tokens.push_back({{"id", id}, {"piece", engine->token_piece(id)}});
+    } else {
+      tokens.push_back(id);
     }
-    respond_json(ex, {{"object", "list"}, {"data", json::array({model})}});
-  });
+  }
+  respond_json(ex, {{"tokens", tokens}});
+}
 
-  auto completion = [this](bool chat) {
-    return [this, chat](HttpExchange& ex) {
-      if (draining_.load()) {
-        return send(ex,
-                    http_error(make_error(ErrorCode::kUnavailable, "the server is shutting down")));
-      }
-      ++in_flight_;
-      handle_completion({worker_, chat_template_, options_.model_id, large_bodies_}, chat, ex);
-      --in_flight_;
-    };
-  };
-  add("POST", {"/v1/chat/completions", "/chat/completions"}, completion(true));
-  add("POST", {"/v1/completions", "/completions"}, completion(false));
-
-  add("POST", {"/tokenize"}, [this](HttpExchange& ex) {
-    std::variant<TokenizeRequest, RequestError> parsed = parse_tokenize_request(ex.request().body);
-    if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(ex, e->error, e->param);
-    const Engine* engine = worker_.engine();
-    if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
-    const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
-    json tokens = json::array();
-    for (TokenId id : engine->tokenize(r.content, r.add_special, r.parse_special)) {
-      if (r.with_pieces) {
-        tokens.push_back({{"id", id}, {"piece", engine->token_piece(id)}});
-      } else {
-        tokens.push_back(id);
-      }
+void HttpServer::answer_detokenize(HttpExchange& ex) {
+  std::variant<DetokenizeRequest, RequestError> parsed =
+      parse_detokenize_request(ex.request().body);
+  if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(ex, e->error, e->param);
+  const Engine* engine = worker_.engine();
+  if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+  const DetokenizeRequest& r = std::get<DetokenizeRequest>(parsed);
+  for (TokenId id : r.tokens) {
+    if (static_cast<size_t>(id) >= engine->model().n_vocab) {
+      return send_error(
+          ex,
+          make_error(ErrorCode::kInvalidArgument,
+                     "'tokens' holds " + std::to_string(id) + ", outside the vocabulary of " +
+                         std::to_string(engine->model().n_vocab) + " tokens"),
+          "tokens");
     }
-    respond_json(ex, {{"tokens", tokens}});
-  });
+  }
+  respond_json(ex, {{"content", engine->detokenize(r.tokens)}});
+}
 
-  add("POST", {"/detokenize"}, [this](HttpExchange& ex) {
-    std::variant<DetokenizeRequest, RequestError> parsed =
-        parse_detokenize_request(ex.request().body);
-    if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(ex, e->error, e->param);
-    const Engine* engine = worker_.engine();
-    if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
-    const DetokenizeRequest& r = std::get<DetokenizeRequest>(parsed);
-    for (TokenId id : r.tokens) {
-      if (static_cast<size_t>(id) >= engine->model().n_vocab) {
-        return send_error(
-            ex,
-            make_error(ErrorCode::kInvalidArgument,
-                       "'tokens' holds " + std::to_string(id) + ", outside the vocabulary of " +
-                           std::to_string(engine->model().n_vocab) + " tokens"),
-            "tokens");
-      }
-    }
-    respond_json(ex, {{"content", engine->detokenize(r.tokens)}});
-  });
-
-  add(
-      "GET", {"/", "/index.html"},
-      [](HttpExchange& ex) {
-        ex.respond({200,
-                    "text/html; charset=utf-8",
-                    {},
-                    std::string(reinterpret_cast<const char*>(kChatPage), sizeof(kChatPage))});
-      },
-      /*needs_key=*/false);
+void HttpServer::serve_chat_page(HttpExchange& ex) {
+  ex.respond({200,
+              "text/html; charset=utf-8",
+              {},
+              std::string(reinterpret_cast<const char*>(kChatPage), sizeof(kChatPage))});
 }
 
 }  // namespace strata::server

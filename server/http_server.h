@@ -65,6 +65,15 @@ class HttpServer {
     HttpHandler handler;
   };
   void install_routes();
+  // The routes' handlers, one per endpoint.
+  void answer_health(HttpExchange& ex);
+  void answer_metrics(HttpExchange& ex);
+  void answer_models(HttpExchange& ex);
+  // Both completion endpoints: `chat` for /v1/chat/completions. 503 once draining.
+  void answer_completion(HttpExchange& ex, bool chat);
+  void answer_tokenize(HttpExchange& ex);
+  void answer_detokenize(HttpExchange& ex);
+  static void serve_chat_page(HttpExchange& ex);
   void add(const std::string& method, const std::vector<std::string>& paths,
            const HttpHandler& handler, bool needs_key = true);
   // Routes one request: 404, 405, 401 or the route's handler; counts it in the metrics.

@@ -1,7 +1,8 @@
 // The JSON Schema converter's state: the schema tree, the rules written so far, and $ref
 // resolution. json_schema.cc walks schemas (types, combinators, references); the other
 // json_schema_*.cc files write scalars, objects and arrays, object keys, counted shapes,
-// negations, and hold $ref/allOf merging and disjointness.
+// negations, and hold $ref/allOf merging and disjointness; json_schema_parse.cc reads the
+// schema's text.
 #pragma once
 
 #include <map>

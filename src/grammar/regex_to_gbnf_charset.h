@@ -1,6 +1,8 @@
 // Sets of Unicode code points and the ECMA-262 character atoms that denote them, shared by the
 // two regex back ends: regex_to_gbnf.cc (patterns written straight into GBNF) and
 // regex_to_gbnf_automaton.cc (patterns as automata that can be complemented and intersected).
+// Defined in regex_to_gbnf_charset.cc, except parse_char_atom, parse_repeat_braces and
+// check_group_nesting, which are regex_to_gbnf.cc's parser.
 #pragma once
 
 #include <algorithm>
@@ -76,6 +78,11 @@ class CharSet {
 CharSet range_set(uint32_t lo, uint32_t hi);
 // What `.` matches: everything but the line terminators.
 CharSet dot_set();
+// What \d, \w and \s match (ECMA-262: ASCII digits, ASCII word characters, and the WhiteSpace
+// and LineTerminator code points).
+CharSet digit_set();
+CharSet word_set();
+CharSet space_set();
 
 // GBNF for the JSON-encoded characters whose decoded code point is in `set`: plain characters
 // as a class, `"` and `\` and control characters as their JSON escapes.
