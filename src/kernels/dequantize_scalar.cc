@@ -1,4 +1,4 @@
-#include "kernels/reference/dequantize_ref.h"
+#include "kernels/dequantize_scalar.h"
 
 #include <cassert>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include "kernels/k_scales.h"
 #include "kernels/quant_blocks.h"
 
-namespace strata::kernels::reference {
+namespace strata::kernels {
 namespace {
 
 float h2f(uint16_t h) { return fp16_to_fp32(h); }
@@ -132,7 +132,7 @@ void dequant_blocks(const void* src, float* dst, size_t n, size_t block_size) {
 
 }  // namespace
 
-bool is_supported(DType type) {
+bool can_dequantize_scalar(DType type) {
   switch (type) {
     case DType::kF32:
     case DType::kF16:
@@ -153,8 +153,8 @@ bool is_supported(DType type) {
   }
 }
 
-void dequantize_row_ref(DType type, const void* src, float* dst, size_t n) {
-  assert(is_supported(type) && n % traits(type).block_size == 0);
+void dequantize_row_scalar(DType type, const void* src, float* dst, size_t n) {
+  assert(can_dequantize_scalar(type) && n % traits(type).block_size == 0);
   switch (type) {
     case DType::kF32:
       std::memcpy(dst, src, n * sizeof(float));
@@ -194,4 +194,4 @@ void dequantize_row_ref(DType type, const void* src, float* dst, size_t n) {
   }
 }
 
-}  // namespace strata::kernels::reference
+}  // namespace strata::kernels

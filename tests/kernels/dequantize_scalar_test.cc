@@ -1,6 +1,6 @@
 // The reference dequantizers against blocks built by hand from the format definitions: known
 // scales and quants give known floats, and single-quant probes check where each packed bit lands.
-#include "kernels/reference/dequantize_ref.h"
+#include "kernels/dequantize_scalar.h"
 
 #include <gtest/gtest.h>
 
@@ -9,15 +9,15 @@
 
 #include "base/fp16.h"
 #include "kernels/quant_blocks.h"
-#include "kernels/reference/quantize_ref.h"
+#include "quant/quantize_row.h"
 
-namespace strata::kernels::reference {
+namespace strata::kernels {
 namespace {
 
 template <typename Block>
 std::vector<float> dequant(DType type, const Block& b) {
   std::vector<float> out(traits(type).block_size);
-  dequantize_row_ref(type, &b, out.data(), out.size());
+  dequantize_row_scalar(type, &b, out.data(), out.size());
   return out;
 }
 
@@ -197,7 +197,7 @@ TEST(DequantizeRefTest, MultipleBlocksAreConsecutive) {
   b[0].qs[31] = 5;
   b[1].qs[0] = 7;
   std::vector<float> y(64);
-  dequantize_row_ref(DType::kQ8_0, b, y.data(), 64);
+  dequantize_row_scalar(DType::kQ8_0, b, y.data(), 64);
   EXPECT_EQ(y[31], 5.0f);
   EXPECT_EQ(y[32], 14.0f);
 }
@@ -214,9 +214,9 @@ TEST(QuantizeRefTest, GridValuesRoundTripExactly) {
       for (int i = 0; i < 64; ++i) x[i] = 0.5f * ((i * 37) % 255 - 127);
     }
     std::vector<uint8_t> bytes(row_bytes(type, 64));
-    quantize_row_ref(type, x.data(), bytes.data(), 64);
+    quant::quantize_row(type, x.data(), bytes.data(), 64);
     std::vector<float> y(64);
-    dequantize_row_ref(type, bytes.data(), y.data(), 64);
+    dequantize_row_scalar(type, bytes.data(), y.data(), 64);
     for (int i = 0; i < 64; ++i) EXPECT_NEAR(y[i], x[i], 1e-6) << dtype_name(type) << " " << i;
   }
 }
@@ -235,9 +235,9 @@ TEST(QuantizeRefTest, RandomValuesWithinHalfAStep) {
                                          {DType::kQ8_0, 254}};
   for (auto [type, steps] : cases) {
     std::vector<uint8_t> bytes(row_bytes(type, 256));
-    quantize_row_ref(type, x.data(), bytes.data(), 256);
+    quant::quantize_row(type, x.data(), bytes.data(), 256);
     std::vector<float> y(256);
-    dequantize_row_ref(type, bytes.data(), y.data(), 256);
+    dequantize_row_scalar(type, bytes.data(), y.data(), 256);
     for (int b = 0; b < 8; ++b) {
       float lo = x[32 * b], hi = x[32 * b], amax = 0;
       for (int j = 0; j < 32; ++j) {
@@ -257,4 +257,4 @@ TEST(QuantizeRefTest, RandomValuesWithinHalfAStep) {
 }
 
 }  // namespace
-}  // namespace strata::kernels::reference
+}  // namespace strata::kernels

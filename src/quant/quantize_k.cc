@@ -1,4 +1,4 @@
-#include "kernels/reference/quantize_k_ref.h"
+#include "quant/quantize_k.h"
 
 #include <algorithm>
 #include <cassert>
@@ -8,264 +8,25 @@
 
 #include "base/fp16.h"
 #include "kernels/quant_blocks.h"
+#include "quant/scale_search.h"
 
-namespace strata::kernels::reference {
+namespace strata::quant {
+
+using kernels::BlockQ2_K;
+using kernels::BlockQ3_K;
+using kernels::BlockQ4_0;
+using kernels::BlockQ4_1;
+using kernels::BlockQ4_K;
+using kernels::BlockQ5_0;
+using kernels::BlockQ5_1;
+using kernels::BlockQ5_K;
+using kernels::BlockQ6_K;
+using kernels::BlockQ8_0;
+using kernels::kQK32;
+using kernels::kQK_K;
 namespace {
 
-// Below this magnitude a group counts as all zeros (its scale would be denormal noise).
-constexpr float kGroupMaxEps = 1e-15f;
-
-// Round to nearest, ties to even, for |x| < 2^22: adding 1.5 * 2^23 leaves the integer in the
-// low mantissa bits. The same result as lrintf in the default rounding mode, without a libm call.
-inline int round_nearest(float x) {
-  const float shifted = x + 12582912.0f;
-  int32_t bits;
-  std::memcpy(&bits, &shifted, sizeof(bits));
-  return (bits & 0x007FFFFF) - 0x00400000;
-}
-
-// ---- Scale searches (weighted least squares over integer assignments) ----
-
-// The element of largest magnitude, with its sign (the first one on ties).
-float signed_max_abs(int n, const float* x) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
-  return max;
-}
-
-// Symmetric quants: x ~= scale * l with l in [-nmax, nmax - 1], stored as L = l + nmax. Tries
-// the inverse scales -(nmax + k / 10) / max for k = -9..9 (max: the element of largest magnitude,
-// with its sign); for each rounding, the best scale is sum(w x l) / sum(w l^2) and it removes
-// (sum w x l)^2 / sum(w l^2) of the weighted energy, which is what is maximized. w defaults to x^2
-// (large values matter most). Returns the scale.
-float fit_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L) {
-  const float max = signed_max_abs(n, x);
-  if (std::fabs(max) < kGroupMaxEps) {
-    std::fill(L, L + n, 0);
-    return 0;
-  }
-  auto weight = [&](int i) { return w ? w[i] : x[i] * x[i]; };
-  auto quant = [&](float iscale, int i) {
-    return std::clamp(round_nearest(iscale * x[i]), -nmax, nmax - 1);
-  };
-  // The plain max-abs scale (k = 0) is the incumbent; another candidate must do strictly better.
-  float best_scale = 0, best = 0;
-  int best_k = 0;
-  for (int step = 0; step < 19; ++step) {
-    const int k = step == 0 ? 0 : (step <= 9 ? step - 10 : step - 9);
-    const float iscale = -(static_cast<float>(nmax) + 0.1f * k) / max;
-    float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = quant(iscale, i);
-      const float wi = weight(i);
-      sumlx += wi * x[i] * l;
-      suml2 += wi * l * l;
-    }
-    if (step == 0) {
-      best_scale = suml2 > 0 ? sumlx / suml2 : 0;
-      best = best_scale * sumlx;
-    } else if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      best_scale = sumlx / suml2;
-      best = best_scale * sumlx;
-      best_k = k;
-    }
-  }
-  const float iscale = -(static_cast<float>(nmax) + 0.1f * best_k) / max;
-  for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(quant(iscale, i) + nmax);
-  return best_scale;
-}
-
-// Symmetric quants refined coordinate by coordinate: starting from max-abs rounding, each l is
-// moved to the value that is optimal for it given the others' least-squares sums, and the move
-// kept when it raises (sum w x l)^2 / sum(w l^2); up to 5 sweeps, w = x^2. Returns the scale;
-// L = l + nmax.
-float fit_symmetric_refined(int n, int nmax, const float* x, int8_t* L) {
-  const float max = signed_max_abs(n, x);
-  if (std::fabs(max) < kGroupMaxEps) {
-    std::fill(L, L + n, 0);
-    return 0;
-  }
-  const float iscale = -nmax / max;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = std::clamp(round_nearest(iscale * x[i]), -nmax, nmax - 1);
-    L[i] = static_cast<int8_t>(l);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
-  for (int sweep = 0; sweep < 5; ++sweep) {
-    int changed = 0;
-    for (int i = 0; i < n; ++i) {
-      const float w = x[i] * x[i];
-      float slx = sumlx - w * x[i] * L[i];
-      if (slx <= 0) continue;
-      float sl2 = suml2 - w * L[i] * L[i];
-      const int l = std::clamp(round_nearest(x[i] * sl2 / slx), -nmax, nmax - 1);
-      if (l == L[i]) continue;
-      slx += w * x[i] * l;
-      sl2 += w * l * l;
-      if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
-        L[i] = static_cast<int8_t>(l);
-        sumlx = slx;
-        suml2 = sl2;
-        ++changed;
-      }
-    }
-    if (changed == 0) break;
-  }
-  for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(L[i] + nmax);
-  return suml2 > 0 ? sumlx / suml2 : 0;
-}
-
-// Parameters of the affine search: candidate inverse scales (nmax + rmin + rdelta * k) / range
-// for k = 0..steps.
-struct AffineSearch {
-  float rmin;
-  float rdelta;
-  int steps;
-  bool absolute_error;  // minimize sum w |err| instead of sum w err^2 (Q2_K's unweighted search)
-};
-
-// Affine quants: x ~= scale * L + min with L in [0, nmax] and min <= 0. For each candidate
-// rounding, scale and min solve the 2x2 weighted least-squares system (min clamped to 0 when
-// positive); the candidate with the least weighted error wins, starting from the plain
-// (max - min) / nmax scaling. Returns the scale and writes -min (>= 0) to *neg_min.
-float fit_affine(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min,
-                 const AffineSearch& search) {
-  float min = x[0], max = x[0], sum_w = w[0], sum_x = w[0] * x[0];
-  for (int i = 1; i < n; ++i) {
-    min = std::min(min, x[i]);
-    max = std::max(max, x[i]);
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  min = std::min(min, 0.0f);
-  if (max <= min) {
-    std::fill(L, L + n, 0);
-    *neg_min = -min;
-    return 0;
-  }
-  auto error_of = [&](float d) { return search.absolute_error ? std::fabs(d) : d * d; };
-  float iscale = nmax / (max - min);
-  float scale = 1 / iscale;
-  float best_error = 0;
-  for (int i = 0; i < n; ++i) {
-    L[i] = static_cast<uint8_t>(std::clamp(round_nearest(iscale * (x[i] - min)), 0, nmax));
-    best_error += w[i] * error_of(scale * L[i] + min - x[i]);
-  }
-  uint8_t candidate[32];
-  assert(n <= 32);
-  for (int k = 0; k <= search.steps; ++k) {
-    iscale = (search.rmin + search.rdelta * k + nmax) / (max - min);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = std::clamp(round_nearest(iscale * (x[i] - min)), 0, nmax);
-      candidate[i] = static_cast<uint8_t>(l);
-      sum_l += w[i] * l;
-      sum_l2 += w[i] * l * l;
-      sum_xl += w[i] * l * x[i];
-    }
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (det <= 0) continue;
-    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
-    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-    if (this_min > 0) {
-      this_min = 0;
-      this_scale = sum_xl / sum_l2;
-    }
-    float error = 0;
-    for (int i = 0; i < n; ++i)
-      error += w[i] * error_of(this_scale * candidate[i] + this_min - x[i]);
-    if (error < best_error) {
-      std::copy(candidate, candidate + n, L);
-      best_error = error;
-      scale = this_scale;
-      min = this_min;
-    }
-  }
-  *neg_min = -min;
-  return scale;
-}
-
-// Non-negative values (sub-block scales or mins) as x ~= scale * L, L in [0, nmax], minimizing
-// sum w (x - scale L)^2: the best of 9 inverse scales around nmax / max, then up to 5 sweeps of
-// coordinate moves as in fit_symmetric_refined. Returns the scale.
-float fit_positive(int n, int nmax, const float* x, const float* w, uint8_t* L) {
-  float max = 0;
-  for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
-  if (max < kGroupMaxEps) {
-    std::fill(L, L + n, 0);
-    return 0;
-  }
-  float iscale = nmax / max;
-  float best_error = 0;
-  for (int i = 0; i < n; ++i) {
-    const float d = x[i] - (1 / iscale) * round_nearest(iscale * x[i]);
-    best_error += w[i] * d * d;
-  }
-  for (int k = -4; k <= 4; ++k) {
-    if (k == 0) continue;
-    const float iscale_k = (0.1f * k + nmax) / max;
-    const float scale_k = 1 / iscale_k;
-    float error = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = std::min(nmax, round_nearest(iscale_k * x[i]));
-      const float d = x[i] - scale_k * l;
-      error += w[i] * d * d;
-    }
-    if (error < best_error) {
-      best_error = error;
-      iscale = iscale_k;
-    }
-  }
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = std::min(nmax, round_nearest(iscale * x[i]));
-    L[i] = static_cast<uint8_t>(l);
-    sumlx += w[i] * x[i] * l;
-    suml2 += w[i] * l * l;
-  }
-  for (int sweep = 0; sweep < 5; ++sweep) {
-    int changed = 0;
-    for (int i = 0; i < n; ++i) {
-      float slx = sumlx - w[i] * x[i] * L[i];
-      float sl2 = suml2 - w[i] * L[i] * L[i];
-      if (slx <= 0 || sl2 <= 0) continue;
-      const int l = std::min(nmax, round_nearest(x[i] * sl2 / slx));
-      if (l == L[i]) continue;
-      slx += w[i] * x[i] * l;
-      sl2 += w[i] * l * l;
-      if (slx * slx * suml2 > sumlx * sumlx * sl2) {
-        L[i] = static_cast<uint8_t>(l);
-        sumlx = slx;
-        suml2 = sl2;
-        ++changed;
-      }
-    }
-    if (changed == 0) break;
-  }
-  return suml2 > 0 ? sumlx / suml2 : 0;
-}
-
-// Per-element weights of the importance-weighted searches: importance times the typical size of
-// a value near x, sqrt(sigma2 + x^2), so that small values are not ignored.
-void importance_weights(const float* x, const float* importance, float sigma2, int n, float* w) {
-  for (int i = 0; i < n; ++i) w[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
-}
-
-float sum_of_squares(const float* x, int n) {
-  float s = 0;
-  for (int i = 0; i < n; ++i) s += x[i] * x[i];
-  return s;
-}
-
-// ---- Bit packing (layouts in kernels/quant_blocks.h and dequantize_ref.cc) ----
+// ---- Bit packing (layouts in kernels/quant_blocks.h and dequantize_scalar.cc) ----
 
 // 256 2-bit values: byte l of each 32-byte half holds elements l, l + 32, l + 64, l + 96.
 void pack_2bit_planes(const uint8_t* L, uint8_t qs[64]) {
@@ -599,8 +360,7 @@ bool is_k_quant(DType type) {
   }
 }
 
-void quantize_row_k_ref(DType type, const float* src, void* dst, size_t n,
-                        const float* importance) {
+void quantize_row_k(DType type, const float* src, void* dst, size_t n, const float* importance) {
   assert(is_k_quant(type) && n % kQK_K == 0);
   switch (type) {
     case DType::kQ2_K:
@@ -623,8 +383,8 @@ bool can_quantize_weighted(DType type) {
          type == DType::kQ5_1;
 }
 
-void quantize_row_weighted_ref(DType type, const float* src, void* dst, size_t n,
-                               const float* importance) {
+void quantize_row_weighted(DType type, const float* src, void* dst, size_t n,
+                           const float* importance) {
   assert(can_quantize_weighted(type) && n % kQK32 == 0 && importance != nullptr);
   switch (type) {
     case DType::kQ4_0:
@@ -656,4 +416,4 @@ void quantize_row_q8_0_stored_scale(const float* src, void* dst, size_t n) {
   }
 }
 
-}  // namespace strata::kernels::reference
+}  // namespace strata::quant

@@ -1,4 +1,4 @@
-#include "kernels/reference/quantize_ref.h"
+#include "quant/quantize_row.h"
 
 #include <algorithm>
 #include <cassert>
@@ -9,7 +9,14 @@
 #include "base/fp16.h"
 #include "kernels/quant_blocks.h"
 
-namespace strata::kernels::reference {
+namespace strata::quant {
+
+using kernels::BlockQ4_0;
+using kernels::BlockQ4_1;
+using kernels::BlockQ5_0;
+using kernels::BlockQ5_1;
+using kernels::BlockQ8_0;
+using kernels::kQK32;
 namespace {
 
 // The element of largest magnitude, with its sign: the symmetric formats map it to the most
@@ -124,7 +131,7 @@ bool can_quantize(DType type) {
   }
 }
 
-void quantize_row_ref(DType type, const float* src, void* dst, size_t n) {
+void quantize_row(DType type, const float* src, void* dst, size_t n) {
   assert(can_quantize(type) && n % traits(type).block_size == 0);
   uint8_t* bytes = static_cast<uint8_t*>(dst);
   switch (type) {
@@ -153,4 +160,4 @@ void quantize_row_ref(DType type, const float* src, void* dst, size_t n) {
   }
 }
 
-}  // namespace strata::kernels::reference
+}  // namespace strata::quant

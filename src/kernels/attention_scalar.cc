@@ -1,4 +1,4 @@
-#include "kernels/reference/attention_ref.h"
+#include "kernels/attention_scalar.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "base/fp16.h"
 
-namespace strata::kernels::reference {
+namespace strata::kernels {
 namespace {
 
 inline float round_to_f16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
@@ -35,7 +35,7 @@ void attend_rows(const Element* keys, const Element* values, size_t n, size_t he
     for (size_t begin = 0; begin < head_dim; begin += 1024) {
       const size_t end = std::min(head_dim, begin + 1024);
       for (size_t d = begin; d < end; ++d) v[d - begin] = load(vrow[d]);
-      round = update_accumulator_ref(acc + begin, v, end - begin, rescale, weight, round);
+      round = update_accumulator_scalar(acc + begin, v, end - begin, rescale, weight, round);
     }
     if (kF16) st.f16_accumulator = round;
   }
@@ -43,8 +43,8 @@ void attend_rows(const Element* keys, const Element* values, size_t n, size_t he
 
 }  // namespace
 
-bool update_accumulator_ref(float* acc, const float* v, size_t n, float rescale, float weight,
-                            bool round) {
+bool update_accumulator_scalar(float* acc, const float* v, size_t n, float rescale, float weight,
+                               bool round) {
   for (size_t d = 0; d < n; ++d) {
     float a = acc[d];
     if (rescale != 1.0f) a = round ? round_to_f16(a * rescale) : a * rescale;
@@ -55,14 +55,14 @@ bool update_accumulator_ref(float* acc, const float* v, size_t n, float rescale,
   return round;
 }
 
-void attend_rows_f16_ref(const uint16_t* keys, const uint16_t* values, size_t n, size_t head_dim,
-                         const float* q, float scale, OnlineSoftmax& st, float* acc) {
+void attend_rows_f16_scalar(const uint16_t* keys, const uint16_t* values, size_t n, size_t head_dim,
+                            const float* q, float scale, OnlineSoftmax& st, float* acc) {
   attend_rows(keys, values, n, head_dim, q, scale, st, acc);
 }
 
-void attend_rows_f32_ref(const float* keys, const float* values, size_t n, size_t head_dim,
-                         const float* q, float scale, OnlineSoftmax& st, float* acc) {
+void attend_rows_f32_scalar(const float* keys, const float* values, size_t n, size_t head_dim,
+                            const float* q, float scale, OnlineSoftmax& st, float* acc) {
   attend_rows(keys, values, n, head_dim, q, scale, st, acc);
 }
 
-}  // namespace strata::kernels::reference
+}  // namespace strata::kernels

@@ -21,7 +21,7 @@
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
 #include "kernels/matmul.h"
-#include "kernels/reference/quantize_ref.h"
+#include "quant/quantize_row.h"
 #include "strata/engine.h"
 #include "strata/model_tools.h"
 #include "test_files.h"
@@ -609,8 +609,8 @@ TEST(QuantizeStoriesTest, RowsThatFitNoBlockFallBackAndTheRestMatchTheReference)
     const size_t cols = a.dims[0], stride = row_bytes(want, cols);
     std::vector<uint8_t> row(stride);
     for (size_t rr = 0; rr < a.rows(); ++rr) {
-      kernels::reference::quantize_row_ref(want, reinterpret_cast<const float*>(a.data) + rr * cols,
-                                           row.data(), cols);
+      quant::quantize_row(want, reinterpret_cast<const float*>(a.data) + rr * cols, row.data(),
+                          cols);
       ASSERT_EQ(std::memcmp(row.data(), b.data + rr * stride, stride), 0)
           << a.name << " row " << rr;
     }

@@ -1,7 +1,9 @@
-// The searching weight quantizers (quantize_k_ref.h): their blocks dequantize (with the reference
+// The searching weight quantizers (quant/quantize_k.h): their blocks dequantize (with the reference
 // dequantizers, written from the format definitions) to values close to the input, closer than
 // simple max-abs scaling into the same block structure achieves, and importance weights lower
 // the importance-weighted error.
+#include "quant/quantize_k.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,12 +15,11 @@
 
 #include "base/dtype.h"
 #include "base/fp16.h"
+#include "kernels/dequantize_scalar.h"
 #include "kernels/matmul.h"
-#include "kernels/reference/dequantize_ref.h"
-#include "kernels/reference/quantize_k_ref.h"
-#include "kernels/reference/quantize_ref.h"
+#include "quant/quantize_row.h"
 
-namespace strata::kernels::reference {
+namespace strata::quant {
 namespace {
 
 constexpr size_t kCols = 4096;
@@ -73,7 +74,7 @@ Errors round_trip(DType type, const std::vector<float>& data, const std::vector<
   for (size_t r = 0; r < data.size() / kCols; ++r) {
     const float* x = data.data() + r * kCols;
     quantize(x, q.data());
-    dequantize_row_ref(type, q.data(), y.data(), kCols);
+    kernels::dequantize_row_scalar(type, q.data(), y.data(), kCols);
     for (size_t c = 0; c < kCols; ++c) {
       const double d = double{y[c]} - x[c], w = columns.empty() ? 1.0 : columns[c];
       e.sq += d * d;
@@ -88,7 +89,7 @@ Errors round_trip(DType type, const std::vector<float>& data, const std::vector<
 Errors k_round_trip(DType type, const std::vector<float>& data, const float* importance,
                     const std::vector<float>& columns = {}) {
   return round_trip(type, data, columns, [&](const float* x, uint8_t* out) {
-    quantize_row_k_ref(type, x, out, kCols, importance);
+    quantize_row_k(type, x, out, kCols, importance);
   });
 }
 
@@ -206,9 +207,9 @@ TEST(QuantizeKTest, TheSimdDequantizerReadsTheSameValues) {
   const std::vector<float> data = heavy_tailed(kCols, 2);
   for (DType type : kKTypes) {
     std::vector<uint8_t> q(row_bytes(type, kCols));
-    quantize_row_k_ref(type, data.data(), q.data(), kCols, nullptr);
+    quantize_row_k(type, data.data(), q.data(), kCols, nullptr);
     std::vector<float> a(kCols), b(kCols);
-    dequantize_row_ref(type, q.data(), a.data(), kCols);
+    kernels::dequantize_row_scalar(type, q.data(), a.data(), kCols);
     kernels::dequantize_row(type, q.data(), b.data(), kCols);
     EXPECT_EQ(a, b) << name_of(type);
   }
@@ -239,10 +240,10 @@ TEST(QuantizeKTest, ImportanceWeightsLowerTheWeightedError) {
   }
   for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
     const Errors plain = round_trip(type, data, columns, [&](const float* x, uint8_t* out) {
-      quantize_row_ref(type, x, out, kCols);
+      quantize_row(type, x, out, kCols);
     });
     const Errors weighted = round_trip(type, data, columns, [&](const float* x, uint8_t* out) {
-      quantize_row_weighted_ref(type, x, out, kCols, columns.data());
+      quantize_row_weighted(type, x, out, kCols, columns.data());
     });
     EXPECT_LT(weighted.weighted_relative(), 0.95 * plain.weighted_relative()) << name_of(type);
   }
@@ -252,7 +253,7 @@ TEST(QuantizeKTest, Q8_0AgainstTheStoredScaleIsNoWorseThanAgainstTheExactOne) {
   for (const std::vector<float>& data :
        {gaussian(kCols * kRows, 8), heavy_tailed(kCols * kRows, 9)}) {
     const Errors exact = round_trip(DType::kQ8_0, data, {}, [&](const float* x, uint8_t* out) {
-      quantize_row_ref(DType::kQ8_0, x, out, kCols);
+      quantize_row(DType::kQ8_0, x, out, kCols);
     });
     const Errors stored = round_trip(DType::kQ8_0, data, {}, [&](const float* x, uint8_t* out) {
       quantize_row_q8_0_stored_scale(x, out, kCols);
@@ -269,9 +270,9 @@ TEST(QuantizeKTest, ZeroTinyAndOneHotBlocksStayFinite) {
   for (DType type : kKTypes) {
     for (const std::vector<float>& x : rows) {
       std::vector<uint8_t> q(row_bytes(type, 256));
-      quantize_row_k_ref(type, x.data(), q.data(), 256, nullptr);
+      quantize_row_k(type, x.data(), q.data(), 256, nullptr);
       std::vector<float> y(256);
-      dequantize_row_ref(type, q.data(), y.data(), 256);
+      kernels::dequantize_row_scalar(type, q.data(), y.data(), 256);
       for (size_t i = 0; i < 256; ++i) {
         ASSERT_TRUE(std::isfinite(y[i])) << name_of(type) << " element " << i;
         ASSERT_NEAR(y[i], x[i], 0.05f * (1 + std::fabs(x[i]))) << name_of(type) << " " << i;
@@ -279,9 +280,9 @@ TEST(QuantizeKTest, ZeroTinyAndOneHotBlocksStayFinite) {
     }
     // An all-zero row comes back exactly.
     std::vector<uint8_t> q(row_bytes(type, 256));
-    quantize_row_k_ref(type, rows[0].data(), q.data(), 256, nullptr);
+    quantize_row_k(type, rows[0].data(), q.data(), 256, nullptr);
     std::vector<float> y(256, 1.0f);
-    dequantize_row_ref(type, q.data(), y.data(), 256);
+    kernels::dequantize_row_scalar(type, q.data(), y.data(), 256);
     EXPECT_EQ(y, rows[0]) << name_of(type);
   }
 }
@@ -291,9 +292,9 @@ TEST(QuantizeKTest, RowsOfSeveralSuperBlocksAreQuantizedBlockByBlock) {
   for (DType type : kKTypes) {
     const size_t block = row_bytes(type, 256);
     std::vector<uint8_t> whole(4 * block), part(block);
-    quantize_row_k_ref(type, data.data(), whole.data(), 1024, nullptr);
+    quantize_row_k(type, data.data(), whole.data(), 1024, nullptr);
     for (size_t b = 0; b < 4; ++b) {
-      quantize_row_k_ref(type, data.data() + 256 * b, part.data(), 256, nullptr);
+      quantize_row_k(type, data.data() + 256 * b, part.data(), 256, nullptr);
       EXPECT_TRUE(std::equal(part.begin(), part.end(), whole.begin() + b * block))
           << name_of(type) << " block " << b;
     }
@@ -301,4 +302,4 @@ TEST(QuantizeKTest, RowsOfSeveralSuperBlocksAreQuantizedBlockByBlock) {
 }
 
 }  // namespace
-}  // namespace strata::kernels::reference
+}  // namespace strata::quant

@@ -17,7 +17,7 @@
 
 #include "base/dtype.h"
 
-namespace strata::kernels::reference {
+namespace strata::quant {
 
 // True for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 bool is_k_quant(DType type);
@@ -25,20 +25,20 @@ bool is_k_quant(DType type);
 // Writes row_bytes(type, n) bytes of `type` blocks to dst. n must be a multiple of 256 and the
 // type a K format (both asserted). `importance` is null or n non-negative weights, one per
 // element of the row.
-void quantize_row_k_ref(DType type, const float* src, void* dst, size_t n,
-                        const float* importance = nullptr);
+void quantize_row_k(DType type, const float* src, void* dst, size_t n,
+                    const float* importance = nullptr);
 
-// True for Q4_0, Q4_1, Q5_0, Q5_1: the formats quantize_row_weighted_ref accepts.
+// True for Q4_0, Q4_1, Q5_0, Q5_1: the formats quantize_row_weighted accepts.
 bool can_quantize_weighted(DType type);
 
 // The 32-element formats with the importance-weighted search (the plain round-to-nearest
-// versions are quantize_row_ref). n must be a multiple of 32; `importance` holds n weights.
-void quantize_row_weighted_ref(DType type, const float* src, void* dst, size_t n,
-                               const float* importance);
+// versions are quantize_row). n must be a multiple of 32; `importance` holds n weights.
+void quantize_row_weighted(DType type, const float* src, void* dst, size_t n,
+                           const float* importance);
 
 // Q8_0 rounded against the scale as stored (f16), not the exact amax / 127 that
-// quantize_row_ref's community-compatible version rounds against: the quants then match the
+// quantize_row's community-compatible version rounds against: the quants then match the
 // scale the dequantizer uses, which lowers the error slightly. n must be a multiple of 32.
 void quantize_row_q8_0_stored_scale(const float* src, void* dst, size_t n);
 
-}  // namespace strata::kernels::reference
+}  // namespace strata::quant

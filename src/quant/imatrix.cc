@@ -1,4 +1,4 @@
-#include "engine/quantize_imatrix.h"
+#include "quant/imatrix.h"
 
 #include <cerrno>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "gguf/gguf.h"
 
-namespace strata::quantize {
+namespace strata::quant {
 namespace {
 
 constexpr std::string_view kSumSuffix = ".in_sum2";
@@ -153,4 +153,4 @@ Result<ImportanceMatrix> load_importance_matrix(const std::string& path) {
   return load_legacy(path, bytes);
 }
 
-}  // namespace strata::quantize
+}  // namespace strata::quant

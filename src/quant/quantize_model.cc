@@ -15,20 +15,18 @@
 
 #include "base/dtype.h"
 #include "base/timer.h"
-#include "engine/quantize_imatrix.h"
-#include "engine/quantize_mix.h"
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
 #include "kernels/matmul.h"
-#include "kernels/reference/quantize_k_ref.h"
-#include "kernels/reference/quantize_ref.h"
 #include "platform/thread_pool.h"
+#include "quant/imatrix.h"
+#include "quant/quantize_k.h"
+#include "quant/quantize_row.h"
+#include "quant/type_mix.h"
 #include "strata/model_tools.h"
 
 namespace strata {
 namespace {
-
-namespace ref = kernels::reference;
 
 // The block layout version of the quantized formats (GGML_QNT_VERSION).
 constexpr uint32_t kQuantizationVersion = 2;
@@ -37,12 +35,12 @@ constexpr size_t kElementsPerChunk = 1 << 16;
 
 // One row in `type`; importance (null or one weight per element) steers the scale search.
 void encode_row(DType type, const float* x, uint8_t* out, size_t n, const float* importance) {
-  if (ref::is_k_quant(type)) return ref::quantize_row_k_ref(type, x, out, n, importance);
-  if (type == DType::kQ8_0) return ref::quantize_row_q8_0_stored_scale(x, out, n);
-  if (importance != nullptr && ref::can_quantize_weighted(type)) {
-    return ref::quantize_row_weighted_ref(type, x, out, n, importance);
+  if (quant::is_k_quant(type)) return quant::quantize_row_k(type, x, out, n, importance);
+  if (type == DType::kQ8_0) return quant::quantize_row_q8_0_stored_scale(x, out, n);
+  if (importance != nullptr && quant::can_quantize_weighted(type)) {
+    return quant::quantize_row_weighted(type, x, out, n, importance);
   }
-  ref::quantize_row_ref(type, x, out, n);
+  quant::quantize_row(type, x, out, n);
 }
 
 // Quantizes `t` into `dst` row by row on the pool; returns RMS(error) / RMS(input), where the
@@ -89,9 +87,9 @@ double quantize_tensor(const gguf::TensorInfo& t, DType out_type, const float* i
 // The importance entry for a tensor about to be quantized to `type`, or null; an entry of the
 // wrong size is an error (the matrix file belongs to another model), except for token_embd, which
 // llama.cpp also lets through unweighted.
-Result<const float*> importance_for(const quantize::ImportanceMatrix* imatrix,
+Result<const float*> importance_for(const quant::ImportanceMatrix* imatrix,
                                     const gguf::TensorInfo& t, DType type) {
-  if (imatrix == nullptr || !(ref::is_k_quant(type) || ref::can_quantize_weighted(type))) {
+  if (imatrix == nullptr || !(quant::is_k_quant(type) || quant::can_quantize_weighted(type))) {
     return nullptr;
   }
   const std::vector<float>* values = imatrix->find(t.name);
@@ -109,15 +107,14 @@ Result<const float*> importance_for(const quantize::ImportanceMatrix* imatrix,
 
 std::vector<std::string> quantize_type_names() {
   std::vector<std::string> names;
-  for (const quantize::FileType& t : quantize::file_types()) names.emplace_back(t.name);
+  for (const quant::FileType& t : quant::file_types()) names.emplace_back(t.name);
   return names;
 }
 
 Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
                                       const WriteProgressCallback& progress) {
   STRATA_RETURN_IF_ERROR(check_thread_count(options.threads));
-  STRATA_ASSIGN_OR_RETURN(const quantize::FileType* file_type,
-                          quantize::find_file_type(options.type));
+  STRATA_ASSIGN_OR_RETURN(const quant::FileType* file_type, quant::find_file_type(options.type));
   if (options.output_path.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "no output path given");
   }
@@ -127,9 +124,9 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
                       "input model " + options.input_path + ": " + opened.error().message);
   }
   const gguf::File& in = **opened;
-  std::optional<quantize::ImportanceMatrix> imatrix;
+  std::optional<quant::ImportanceMatrix> imatrix;
   if (!options.imatrix_path.empty()) {
-    STRATA_ASSIGN_OR_RETURN(imatrix, quantize::load_importance_matrix(options.imatrix_path));
+    STRATA_ASSIGN_OR_RETURN(imatrix, quant::load_importance_matrix(options.imatrix_path));
   }
 
   gguf::Writer writer;
@@ -141,13 +138,12 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
   report.file_type = std::string(file_type->name);
   report.file_type_id = file_type->id;
   report.tensors.reserve(in.tensors().size());
-  quantize::TypeMix mix(*file_type, quantize::ModelShape::of(in), imatrix.has_value(),
-                        options.pure);
+  quant::TypeMix mix(*file_type, quant::ModelShape::of(in), imatrix.has_value(), options.pure);
   std::vector<DType> out_types;
   std::vector<const float*> importance;
   std::string unweighted;
   for (const gguf::TensorInfo& t : in.tensors()) {
-    const quantize::TensorChoice choice = mix.choose(t);
+    const quant::TensorChoice choice = mix.choose(t);
     if (!choice.warning.empty()) report.warnings.push_back(choice.warning);
     TensorQuantizeReport r;
     r.name = t.name;
@@ -162,7 +158,8 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
       STRATA_ASSIGN_OR_RETURN(weights,
                               importance_for(imatrix ? &*imatrix : nullptr, t, choice.type));
       r.importance_weighted = weights != nullptr;
-      const bool searched = ref::is_k_quant(choice.type) || ref::can_quantize_weighted(choice.type);
+      const bool searched =
+          quant::is_k_quant(choice.type) || quant::can_quantize_weighted(choice.type);
       if (imatrix && weights == nullptr && searched) {
         unweighted += (unweighted.empty() ? "" : ", ") + t.name;
       }

@@ -1,4 +1,4 @@
-#include "engine/quantize_mix.h"
+#include "quant/type_mix.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <optional>
 #include <utility>
 
-namespace strata::quantize {
+namespace strata::quant {
 namespace {
 
 // llama.cpp's LLAMA_FTYPE ids of the supported file types.
@@ -264,4 +264,4 @@ TensorChoice TypeMix::choose(const gguf::TensorInfo& tensor) {
   return {type, type != input, warning};
 }
 
-}  // namespace strata::quantize
+}  // namespace strata::quant

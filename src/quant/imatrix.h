@@ -20,7 +20,7 @@
 
 #include "base/result.h"
 
-namespace strata::quantize {
+namespace strata::quant {
 
 struct ImportanceMatrix {
   // Tensor name -> columns * n_mat importance values (n_mat > 1 only for expert tensors).
@@ -35,4 +35,4 @@ struct ImportanceMatrix {
 // non-finite values, no entries); kNotFound / kIo when the file cannot be read.
 Result<ImportanceMatrix> load_importance_matrix(const std::string& path);
 
-}  // namespace strata::quantize
+}  // namespace strata::quant

@@ -19,7 +19,7 @@
 #include "base/result.h"
 #include "gguf/gguf.h"
 
-namespace strata::quantize {
+namespace strata::quant {
 
 // A file type: the name users pass, llama.cpp's LLAMA_FTYPE id (general.file_type) and the type
 // most tensors get.
@@ -78,4 +78,4 @@ class TypeMix {
 // expert routers and positional/token-type embeddings.
 bool is_quantizable_name(std::string_view name, size_t n_dims);
 
-}  // namespace strata::quantize
+}  // namespace strata::quant

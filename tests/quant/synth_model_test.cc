@@ -1,7 +1,5 @@
 // synthesize_model: synthesized models load and compute, are reproducible from their seed and
 // drawn at the documented scales. (quantize_model is tested in quantize_test.cc.)
-#include "strata/model_tools.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,6 +19,7 @@
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "strata/engine.h"
+#include "strata/model_tools.h"
 #include "test_files.h"
 
 namespace strata {
