@@ -1,11 +1,11 @@
 // The public structured-output facade (include/strata/structured.h) over strata::grammar.
 #include "strata/structured.h"
 
+#include "engine/structured_access.h"
 #include "gguf/gguf.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/constraint_grammar.h"
 #include "grammar/grammar.h"
-#include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "grammar/token_vocabulary.h"
 #include "tokenizer/tokenizer.h"
@@ -58,8 +58,10 @@ Result<std::shared_ptr<const CompiledConstraint>> CompiledConstraint::compile(
   grammar::CompileMeter meter(budget);
   STRATA_ASSIGN_OR_RETURN(auto parsed, grammar::grammar_for_constraint(constraint, &meter));
   auto impl = std::make_unique<Impl>();
-  STRATA_ASSIGN_OR_RETURN(impl->compiled, grammar::CompiledGrammar::compile(
-                                              parsed, vocabulary->impl().vocabulary, &meter));
+  STRATA_ASSIGN_OR_RETURN(
+      impl->compiled,
+      grammar::CompiledGrammar::compile(
+          parsed, internal::StructuredAccess::impl(*vocabulary).vocabulary, &meter));
   return std::shared_ptr<const CompiledConstraint>(new CompiledConstraint(std::move(impl)));
 }
 
@@ -70,7 +72,7 @@ ConstraintStats CompiledConstraint::stats() const {
 
 struct ConstraintMatcher::Impl {
   explicit Impl(std::shared_ptr<const CompiledConstraint> c)
-      : constraint(std::move(c)), matcher(constraint->impl().compiled) {}
+      : constraint(std::move(c)), matcher(internal::StructuredAccess::impl(*constraint).compiled) {}
   std::shared_ptr<const CompiledConstraint> constraint;
   grammar::GrammarMatcher matcher;
 };
@@ -80,7 +82,7 @@ ConstraintMatcher::ConstraintMatcher(std::shared_ptr<const CompiledConstraint> c
 ConstraintMatcher::~ConstraintMatcher() = default;
 
 size_t ConstraintMatcher::mask_words() const {
-  return impl_->constraint->impl().compiled->mask_words();
+  return internal::StructuredAccess::impl(*impl_->constraint).compiled->mask_words();
 }
 void ConstraintMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
   impl_->matcher.fill_next_token_bitmask(words);
@@ -93,36 +95,3 @@ size_t ConstraintMatcher::n_accepted_tokens() const { return impl_->matcher.n_ac
 std::string ConstraintMatcher::expected() const { return impl_->matcher.expected_bytes(); }
 
 }  // namespace strata
-
-namespace strata::grammar {
-
-Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstraint& constraint,
-                                                              CompileMeter* meter) {
-  if (meter) {
-    meter->set_subject(constraint.kind == ConstraintKind::kGrammar ? "the grammar"
-                                                                   : "the JSON schema");
-  }
-  std::string gbnf;
-  std::string root = constraint.root.empty() ? "root" : constraint.root;
-  switch (constraint.kind) {
-    case ConstraintKind::kNone:
-      return make_error(ErrorCode::kInvalidArgument, "no constraint to compile");
-    case ConstraintKind::kGrammar:
-      gbnf = constraint.text;
-      break;
-    case ConstraintKind::kJsonSchema: {
-      JsonSchemaOptions options;
-      options.best_effort = constraint.best_effort;
-      STRATA_ASSIGN_OR_RETURN(gbnf, json_schema_to_gbnf(constraint.text, options, meter));
-      root = "root";
-      break;
-    }
-    case ConstraintKind::kJsonObject:
-      gbnf = json_object_gbnf();
-      root = "root";
-      break;
-  }
-  return parse_gbnf(gbnf, root, meter);
-}
-
-}  // namespace strata::grammar
