@@ -6,23 +6,32 @@ DEFAULT_MODEL := ../shared/models/stories260K.gguf
 MODEL ?= $(if $(STRATA_MODEL),$(STRATA_MODEL),$(DEFAULT_MODEL))
 PROMPT ?= Once upon a time
 
-.PHONY: deps build run test clean format format-check lint
+.PHONY: deps packages js-packages configure build run test clean format format-check lint
+
+deps: packages js-packages
+
+packages:
+	@bash scripts/install-deps.sh
 
 # npm ci installs the server tests' node packages (tests/server/js) when its lock file is newer
 # than the installed ones; without network those tests are skipped, not failed.
 JS_TESTS := tests/server/js
-deps:
-	@bash scripts/install-deps.sh
+js-packages: packages
 	@[ $(JS_TESTS)/node_modules/.package-lock.json -nt $(JS_TESTS)/package-lock.json ] \
 	  || (cd $(JS_TESTS) && npm ci --no-audit --no-fund --loglevel=error) \
 	  || echo "warning: npm ci failed in $(JS_TESTS); its tests will be skipped" >&2
 
-build: deps
+configure: packages
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) > $(BUILD_DIR).configure.log 2>&1 \
 	  || (cat $(BUILD_DIR).configure.log; exit 1)
+
+# Everything: the libraries, the strata binary, every test and benchmark.
+build: deps configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-run: build
+# Only the binary it runs: a newcomer's first token should not wait for the test suite to compile.
+run: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target strata
 	@if [ ! -f "$(MODEL)" ]; then \
 	  echo "error: no model at '$(MODEL)'." >&2; \
 	  echo "Set STRATA_MODEL to a GGUF file (for example a Llama, Mistral, Qwen or SmolLM .gguf" >&2; \

@@ -76,25 +76,18 @@ int chat(ChatFlags f) {
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
 
-    ChatRenderRequest render;
-    render.messages_json = messages.dump();
-    render.add_generation_prompt = true;
-    render.bos_token = tmpl->bos_token;
-    render.eos_token = tmpl->eos_token;
-    Result<std::string> prompt = render_chat_template(tmpl->source, render);
+    Result<ChatPrompt> prompt = chat_prompt(*tmpl, messages.dump());
     if (!prompt.ok()) {
       std::fprintf(stderr, "error: the chat template failed: %s\n", prompt.error().message.c_str());
       messages.erase(messages.end() - 1);
       continue;
     }
-    // Templates that write the BOS text themselves must not get a second BOS.
-    const bool has_bos = tmpl->bos_token && prompt->rfind(*tmpl->bos_token, 0) == 0;
     GenerationRequest request;
-    request.prompt = engine->tokenize(*prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
+    request.prompt = engine->tokenize(prompt->text, prompt->add_bos, /*parse_special=*/true);
     request.max_tokens = f.n_predict;
     request.sampling = f.sampling;
     request.sampling.seed = seeds();
-    if (tmpl->is_default) request.stop = {"<|im_end|>", "<|im_start|>"};
+    request.stop = chat_template_stops(*tmpl);
 
     std::string answer;
     g_interrupted.store(false);

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "tokenizer/jinja/template.h"
+#include "chat/jinja/template.h"
 
 namespace {
 

@@ -3,10 +3,10 @@
 #include <optional>
 #include <random>
 
-#include "server/chat_prompt.h"
 #include "server/http_errors.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "strata/chat.h"
 #include "strata/compile_budget.h"
 
 namespace strata::server {
@@ -102,10 +102,10 @@ std::variant<std::vector<GenerationRequest>, RequestError> build_choices(
   std::string param = r.chat ? "messages" : "prompt";
   if (r.chat) {
     if (!ctx.chat_template.ok()) return RequestError{ctx.chat_template.error(), ""};
-    Result<std::vector<TokenId>> tokens = chat_prompt_tokens(
-        engine, *ctx.chat_template, r.messages_json, r.uses_tools() ? r.tools_json : "");
-    if (!tokens.ok()) return RequestError{tokens.error(), param};
-    prompts.push_back(std::move(tokens).value());
+    Result<ChatPrompt> prompt =
+        chat_prompt(*ctx.chat_template, r.messages_json, r.uses_tools() ? r.tools_json : "");
+    if (!prompt.ok()) return RequestError{prompt.error(), param};
+    prompts.push_back(engine.tokenize(prompt->text, prompt->add_bos, /*parse_special=*/true));
   } else {
     for (const PromptInput& p : r.prompts) {
       prompts.push_back(p.is_tokens ? p.tokens

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "strata/result.h"
 
@@ -36,5 +37,23 @@ struct ChatRenderRequest {
 // the template's own raise_exception messages) come back as kInvalidArgument.
 Result<std::string> render_chat_template(std::string_view template_source,
                                          const ChatRenderRequest& request);
+
+// The prompt of a chat request, as `strata chat` and the server's chat completions build it.
+struct ChatPrompt {
+  std::string text;  // tokenize with control tokens parsed
+  // False when the template wrote the BOS text itself: it must not get a second BOS.
+  bool add_bos = true;
+};
+
+// `messages_json` rendered by the model's chat template with the generation prompt appended.
+// With `tools_json` (an OpenAI tools array), templates that render tools get them; for the
+// others, a system message describing the tools and the call format goes first (merged into the
+// conversation's own system message when it has one).
+Result<ChatPrompt> chat_prompt(const ChatTemplateSource& chat_template,
+                               const std::string& messages_json,
+                               const std::string& tools_json = "");
+
+// Stop strings a template without end-of-turn tokens in the vocabulary needs (ChatML's).
+std::vector<std::string> chat_template_stops(const ChatTemplateSource& chat_template);
 
 }  // namespace strata

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/compile_budget.h"
+#include "strata/output_constraint.h"
 #include "strata/result.h"
 #include "strata/threads.h"
 
@@ -54,30 +55,6 @@ struct SamplingOptions {
   float presence_penalty = 0.0f;
   std::map<TokenId, float> logit_bias;
   uint64_t seed = 0;
-};
-
-// What the output must match. The engine compiles it when the request is submitted (a malformed
-// grammar or schema fails submit() with a message naming the problem) and masks every step so
-// only tokens that keep the output inside the language can be drawn; end-of-generation tokens are
-// allowed only where the language may end.
-enum class ConstraintKind {
-  kNone,
-  kGrammar,     // `text` is a GBNF grammar (llama.cpp's format); `root` names the start rule
-  kJsonSchema,  // `text` is a JSON Schema (drafts 4, 7, 2020-12)
-  kJsonObject,  // any JSON object (OpenAI's response_format json_object)
-};
-
-struct OutputConstraint {
-  ConstraintKind kind = ConstraintKind::kNone;
-  std::string text;
-  std::string root = "root";
-  // JSON Schema keywords the compiler cannot enforce fail the request unless this is set, in
-  // which case they are dropped (the output is then only as strict as the rest of the schema).
-  bool best_effort = false;
-  // Lazy constraint (tool calls with tool_choice "auto"): the output is free until one of these
-  // strings appears in it; from the trigger's first byte on it must match the grammar, which
-  // therefore starts with the trigger. Empty: the grammar holds from the first token.
-  std::vector<std::string> triggers;
 };
 
 struct GenerationRequest {

@@ -18,6 +18,10 @@
 
 namespace strata {
 
+namespace internal {
+struct StructuredAccess;  // the engine's way to the implementations (src/engine/)
+}  // namespace internal
+
 class ConstraintVocabulary {
  public:
   static Result<std::shared_ptr<const ConstraintVocabulary>> load(const std::string& gguf_path);
@@ -30,10 +34,9 @@ class ConstraintVocabulary {
   std::string token_bytes(TokenId id) const;
   bool is_eog(TokenId id) const;
 
-  struct Impl;
-  const Impl& impl() const { return *impl_; }
-
  private:
+  friend struct internal::StructuredAccess;
+  struct Impl;
   explicit ConstraintVocabulary(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
@@ -56,10 +59,9 @@ class CompiledConstraint {
   ~CompiledConstraint();
   ConstraintStats stats() const;
 
-  struct Impl;
-  const Impl& impl() const { return *impl_; }
-
  private:
+  friend struct internal::StructuredAccess;
+  struct Impl;
   explicit CompiledConstraint(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "strata/compile_budget.h"
-#include "strata/engine.h"
+#include "strata/output_constraint.h"
 #include "strata/result.h"
 
 namespace strata {

@@ -7,7 +7,7 @@
 #include "base/result.h"
 #include "grammar/compile_meter.h"
 #include "grammar/grammar.h"
-#include "strata/engine.h"
+#include "strata/output_constraint.h"
 
 namespace strata::grammar {
 

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kernels/reference/attention_ref.h"
+#include "kernels/attention_scalar.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention.cc"
@@ -89,8 +89,7 @@ HWY_INLINE void AttendRowsVector(const Element* keys, const Element* values, siz
           if (!hn::AllFalse(df, hn::Gt(hn::Abs(a), limit))) {
             // Rounding stops at the first element past the limit: redo these lanes one by one.
             hn::Store(vv, df, v_lanes);
-            round =
-                reference::update_accumulator_ref(acc + d, v_lanes, lanes, rescale, weight, true);
+            round = update_accumulator_scalar(acc + d, v_lanes, lanes, rescale, weight, true);
             continue;
           }
           a = RoundToF16(a);
@@ -106,8 +105,8 @@ void AttendRowsF16(const uint16_t* keys, const uint16_t* values, size_t n, size_
                    const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
   if (head_dim % hn::Lanes(DF()) != 0) {
     for (size_t g = 0; g < group; ++g) {
-      reference::attend_rows_f16_ref(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
-                                     acc + g * head_dim);
+      attend_rows_f16_scalar(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
+                             acc + g * head_dim);
     }
     return;
   }
@@ -118,8 +117,8 @@ void AttendRowsF32(const float* keys, const float* values, size_t n, size_t head
                    const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
   if (head_dim % hn::Lanes(DF()) != 0) {
     for (size_t g = 0; g < group; ++g) {
-      reference::attend_rows_f32_ref(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
-                                     acc + g * head_dim);
+      attend_rows_f32_scalar(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
+                             acc + g * head_dim);
     }
     return;
   }
@@ -131,16 +130,16 @@ void AttendRowsF32(const float* keys, const float* values, size_t n, size_t head
 void AttendRowsF16(const uint16_t* keys, const uint16_t* values, size_t n, size_t head_dim,
                    const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
   for (size_t g = 0; g < group; ++g) {
-    reference::attend_rows_f16_ref(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
-                                   acc + g * head_dim);
+    attend_rows_f16_scalar(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
+                           acc + g * head_dim);
   }
 }
 
 void AttendRowsF32(const float* keys, const float* values, size_t n, size_t head_dim,
                    const float* q, size_t group, float scale, OnlineSoftmax* st, float* acc) {
   for (size_t g = 0; g < group; ++g) {
-    reference::attend_rows_f32_ref(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
-                                   acc + g * head_dim);
+    attend_rows_f32_scalar(keys, values, n, head_dim, q + g * head_dim, scale, st[g],
+                           acc + g * head_dim);
   }
 }
 

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "base/aligned.h"
+#include "kernels/dequantize_scalar.h"
 #include "kernels/interleave.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize_act.h"
-#include "kernels/reference/dequantize_ref.h"
 
 namespace strata::kernels {
 
@@ -219,11 +219,11 @@ void matmul_shared_input(std::span<const MatmulProduct> products, const float* x
 }
 
 void dequantize_row(DType type, const void* src, float* dst, size_t n) {
-  if (!reference::is_supported(type) || n % traits(type).block_size != 0) {
+  if (!can_dequantize_scalar(type) || n % traits(type).block_size != 0) {
     std::fill_n(dst, n, std::numeric_limits<float>::quiet_NaN());
     return;
   }
-  reference::dequantize_row_ref(type, src, dst, n);
+  dequantize_row_scalar(type, src, dst, n);
 }
 
 void dequantize_matrix_row(DType type, WeightLayout layout, const void* w, size_t cols, size_t r,

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tests/engine/test_files.h"
+#include "test_files.h"
 
 namespace strata::bench {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "base/fp16.h"
 #include "for_each_target.h"
-#include "kernels/reference/attention_ref.h"
+#include "kernels/attention_scalar.h"
 
 namespace strata::kernels {
 namespace {
@@ -50,11 +50,11 @@ TEST(AttentionTest, SimdMatchesScalarTwinOnEveryTarget) {
         for (size_t s = 0; s < n; s += 32) {
           const size_t m = std::min<size_t>(32, n - s);
           if (f16) {
-            reference::attend_rows_f16_ref(&r.k16[s * head_dim], &r.v16[s * head_dim], m, head_dim,
-                                           r.q.data(), scale, want_state, want.data());
+            attend_rows_f16_scalar(&r.k16[s * head_dim], &r.v16[s * head_dim], m, head_dim,
+                                   r.q.data(), scale, want_state, want.data());
           } else {
-            reference::attend_rows_f32_ref(&r.k[s * head_dim], &r.v[s * head_dim], m, head_dim,
-                                           r.q.data(), scale, want_state, want.data());
+            attend_rows_f32_scalar(&r.k[s * head_dim], &r.v[s * head_dim], m, head_dim, r.q.data(),
+                                   scale, want_state, want.data());
           }
         }
         if (f16 && value_scale > 1.0f) {
@@ -136,8 +136,7 @@ TEST(AttentionTest, ScalarTwinComputesSoftmaxAttention) {
   const float scale = 0.25f;
   OnlineSoftmax st;
   std::vector<float> acc(head_dim, 0.0f);
-  reference::attend_rows_f32_ref(r.k.data(), r.v.data(), n, head_dim, r.q.data(), scale, st,
-                                 acc.data());
+  attend_rows_f32_scalar(r.k.data(), r.v.data(), n, head_dim, r.q.data(), scale, st, acc.data());
   std::vector<double> s(n);
   double max = -1e30, sum = 0;
   for (size_t t = 0; t < n; ++t) {

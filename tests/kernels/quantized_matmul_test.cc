@@ -10,11 +10,11 @@
 
 #include "base/fp16.h"
 #include "for_each_target.h"
+#include "kernels/dequantize_scalar.h"
 #include "kernels/interleave.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize_act.h"
-#include "kernels/reference/dequantize_ref.h"
 #include "kernels/reference/dot_ref.h"
 
 namespace strata::kernels {
@@ -142,7 +142,7 @@ TEST_P(QuantizedMatmulTest, MatvecMatchesTwinAndDequantizedReference) {
       for (size_t r = 0; r < rows; ++r) {
         const uint8_t* row = w.data() + r * stride;
         std::vector<float> wr(cols);
-        reference::dequantize_row_ref(type, row, wr.data(), cols);
+        dequantize_row_scalar(type, row, wr.data(), cols);
         double magnitude = 0;
         for (size_t c = 0; c < cols; ++c) magnitude += std::abs(double(wr[c]) * xq.values[c]);
         // (a) Same integer sums; only the order of f32 additions may differ.
@@ -203,7 +203,7 @@ TEST_P(QuantizedMatmulTest, MatmulMatchesTwinForRaggedRowAndTokenCounts) {
           for (size_t r = 0; r < rows; ++r) {
             const uint8_t* row = w.data() + r * stride;
             std::vector<float> wr(cols);
-            reference::dequantize_row_ref(type, row, wr.data(), cols);
+            dequantize_row_scalar(type, row, wr.data(), cols);
             double magnitude = 0;
             for (size_t c = 0; c < cols; ++c) {
               magnitude += std::abs(double(wr[c]) * xq[t].values[c]);
@@ -268,7 +268,7 @@ TEST_P(InterleavedMatmulTest, MatchesTwinForAnyTokenAndThreadCount) {
     for (size_t r = 0; r < rows; ++r) {
       const uint8_t* row = w.data() + r * stride;
       std::vector<float> wr(cols);
-      reference::dequantize_row_ref(type, row, wr.data(), cols);
+      dequantize_row_scalar(type, row, wr.data(), cols);
       for (size_t c = 0; c < cols; ++c) magnitude[t][r] += std::abs(double(wr[c]) * xq.values[c]);
       twin[t][r] = reference::dot_quantized_ref(type, row, xq.bytes.data(), cols);
     }

@@ -11,7 +11,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
-#include "kernels/reference/quantize_ref.h"
+#include "quant/quantize_row.h"
 #include "strata/engine.h"
 
 namespace strata {
@@ -34,8 +34,8 @@ std::string write_quantized(DType type) {
       std::vector<uint8_t> bytes(t.rows() * row_bytes(type, t.dims[0]));
       const float* rows = reinterpret_cast<const float*>(t.data);
       for (uint64_t r = 0; r < t.rows(); ++r) {
-        kernels::reference::quantize_row_ref(
-            type, rows + r * t.dims[0], bytes.data() + r * row_bytes(type, t.dims[0]), t.dims[0]);
+        quant::quantize_row(type, rows + r * t.dims[0],
+                            bytes.data() + r * row_bytes(type, t.dims[0]), t.dims[0]);
       }
       EXPECT_TRUE(writer.add_tensor(t.name, type, t.dims, std::move(bytes)).ok());
     } else {

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "kernels/dequantize_scalar.h"
 #include "kernels/k_scales.h"
 #include "kernels/quant_blocks.h"
-#include "kernels/reference/dequantize_ref.h"
 
 namespace strata::kernels::reference {
 namespace {
@@ -177,7 +177,7 @@ float dot_k(DType type, const void* row, const BlockQ8_K* a, size_t blocks) {
 
 double dot_dequantized_ref(DType type, const void* row, const float* x, size_t n) {
   std::vector<float> w(n);
-  dequantize_row_ref(type, row, w.data(), n);
+  dequantize_row_scalar(type, row, w.data(), n);
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i) sum += static_cast<double>(w[i]) * x[i];
   return sum;
@@ -189,7 +189,7 @@ float dot_quantized_ref(DType type, const void* row, const void* x_act, size_t n
     case DType::kF16:
     case DType::kBF16: {
       std::vector<float> w(n);
-      dequantize_row_ref(type, row, w.data(), n);
+      dequantize_row_scalar(type, row, w.data(), n);
       const float* x = static_cast<const float*>(x_act);
       float sum = 0.0f;
       for (size_t i = 0; i < n; ++i) sum += w[i] * x[i];
