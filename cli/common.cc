@@ -54,9 +54,17 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
   // f16 halves the cache and matches the reference engine's numerics; f32 accumulates attention
   // exactly, for long contexts where f16 rounding adds up.
   sub.add_option_function<std::string>(
-         "--kv-type", [&options](const std::string& type) { options.kv_f16 = type == "f16"; },
+         "--kv-type",
+         [&options](const std::string& type) {
+           options.kv.hot = type == "f16" ? KvPrecision::kF16 : KvPrecision::kF32;
+         },
          "KV cache precision: f16 (default) or f32")
       ->check(CLI::IsMember({"f16", "f32"}));
+  sub.add_option("--kv-pages", options.kv.pages,
+                 "KV cache pages (0: the context for every parallel sequence); fewer let more "
+                 "sequences run while they are short: one short of pages waits, or the most "
+                 "recently started is paused and recomputed later")
+      ->check(CLI::NonNegativeNumber);
   // Applied while the flags are parsed, so before any engine exists.
   sub.add_option_function<std::string>(
       "--simd",

@@ -145,6 +145,10 @@ void EngineWorker::stop() {
 
 void EngineWorker::on_event(Sequence& seq, const TokenEvent& event) {
   const Clock::time_point now = Clock::now();
+  if (event.admitted) {
+    if (metrics_) metrics_->observe_queue_time(seconds_between(seq.job->arrival(), now));
+    return;
+  }
   if (event.token >= 0 && metrics_) {
     metrics_->add_generation_tokens(1);
     if (!seq.got_token) {
@@ -157,7 +161,7 @@ void EngineWorker::on_event(Sequence& seq, const TokenEvent& event) {
     seq.got_token = true;
     seq.last_token = now;
   }
-  ChoiceEvent out{seq.choice, event};
+  ChoiceEvent out{seq.choice, event, event.error_code};
   if (event.finish != FinishReason::kNone) {
     seq.finished = true;
     if (event.finish == FinishReason::kCancelled && seq.timed_out) {
@@ -182,7 +186,9 @@ void EngineWorker::submit_new_jobs(std::vector<std::shared_ptr<Job>>& jobs) {
       Sequence& seq = sequences_.emplace_back();
       seq.job = job;
       seq.choice = i;
-      Result<uint64_t> id = engine_->submit(job->choices()[i], [this, &seq](const TokenEvent& e) {
+      GenerationRequest request = job->choices()[i];
+      request.report_admission = true;  // ends its queue time (metrics)
+      Result<uint64_t> id = engine_->submit(request, [this, &seq](const TokenEvent& e) {
         on_event(seq, e);
         return true;
       });
@@ -193,7 +199,6 @@ void EngineWorker::submit_new_jobs(std::vector<std::shared_ptr<Job>>& jobs) {
       }
       seq.id = *id;
       submitted.push_back(&seq);
-      engine_waiting_.push_back(&seq);
       prompt_tokens += job->choices()[i].prompt.size();
     }
     if (status.ok()) {
@@ -219,20 +224,6 @@ void EngineWorker::cancel_abandoned() {
     } else if (seq.job->cancel_requested()) {
       engine_->cancel(seq.id);
     }
-  }
-}
-
-void EngineWorker::note_admitted(Clock::time_point step_start) {
-  std::erase_if(engine_waiting_, [](const Sequence* s) { return s->finished; });
-  // The engine admits first come, first served, so the sequences it no longer counts as
-  // waiting are the oldest of ours.
-  const size_t still_waiting = engine_->load().waiting;
-  while (engine_waiting_.size() > still_waiting) {
-    if (metrics_) {
-      metrics_->observe_queue_time(
-          seconds_between(engine_waiting_.front()->job->arrival(), step_start));
-    }
-    engine_waiting_.pop_front();
   }
 }
 
@@ -270,14 +261,11 @@ void EngineWorker::run() {
     }
     cancel_abandoned();
     if (engine_->has_work()) {
-      const Clock::time_point step_start = Clock::now();
       Status status = engine_->step();
       // The engine has already ended the step's sequences with an error event.
       if (!status.ok())
         std::fprintf(stderr, "engine step failed: %s\n", status.error().message.c_str());
-      note_admitted(step_start);
     }
-    std::erase_if(engine_waiting_, [](const Sequence* s) { return s->finished; });
     sequences_.remove_if([](const Sequence& s) { return s.finished; });
     std::lock_guard<std::mutex> lock(mutex_);
     load_ = engine_->load();
@@ -289,7 +277,6 @@ void EngineWorker::run() {
     if (!seq.finished) engine_->cancel(seq.id);
   }
   sequences_.clear();
-  engine_waiting_.clear();
   std::vector<std::shared_ptr<Job>> refused;
   {
     std::lock_guard<std::mutex> lock(mutex_);

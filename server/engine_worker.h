@@ -32,7 +32,9 @@ struct WorkerOptions {
 struct ChoiceEvent {
   size_t choice = 0;  // index into the job's requests
   TokenEvent event;   // kError events carry the reason (e.g. the timeout) in `error`
-  ErrorCode error_code = ErrorCode::kInternal;  // of a kError event: kDeadlineExceeded on timeout
+  // Of a kError event: the engine's code (TokenEvent::error_code), or kDeadlineExceeded when the
+  // worker ended the request at its --timeout.
+  ErrorCode error_code = ErrorCode::kInternal;
 };
 
 // One HTTP request's engine work: one GenerationRequest per choice, the events they produce
@@ -111,7 +113,6 @@ class EngineWorker {
   void run();
   void submit_new_jobs(std::vector<std::shared_ptr<Job>>& jobs);
   void cancel_abandoned();
-  void note_admitted(Clock::time_point step_start);
   void on_event(Sequence& seq, const TokenEvent& event);
 
   const WorkerOptions options_;
@@ -130,8 +131,7 @@ class EngineWorker {
   EngineLoad load_;
 
   // Worker-thread state.
-  std::list<Sequence> sequences_;         // stable addresses: engine callbacks hold them
-  std::deque<Sequence*> engine_waiting_;  // submitted, not yet scheduled (FIFO, as the engine)
+  std::list<Sequence> sequences_;  // stable addresses: engine callbacks hold them
 };
 
 }  // namespace strata::server

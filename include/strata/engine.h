@@ -23,6 +23,23 @@ namespace strata {
 
 using TokenId = int32_t;
 
+// Storage precision of KV cache pages.
+enum class KvPrecision { kF32, kF16 };
+
+// How the KV cache stores keys and values. Every page has its own precision, so tiers come as
+// fields here: later, older pages re-encoded to a warm (int8/fp8) and a cold (int4 with
+// per-group scales) precision, a number of recent and sink pages kept hot.
+struct KvCachePolicy {
+  // Precision of the pages being written. f16 halves the cache and matches the reference
+  // engine's numerics; f32 accumulates attention exactly.
+  KvPrecision hot = KvPrecision::kF16;
+  // Pages in the pool; 0: enough for every sequence's whole context (context * max_sequences
+  // positions). Fewer oversubscribe the pool: a sequence short of pages waits, or the most
+  // recently admitted sequence is preempted (its pages freed, its keys and values recomputed
+  // from its tokens later).
+  int pages = 0;
+};
+
 struct EngineOptions {
   std::string model_path;
   int threads = 0;        // 0: one per hardware thread; at most kMaxThreads (strata/threads.h)
@@ -38,7 +55,7 @@ struct EngineOptions {
   // (16 rows interleaved: Q4_0, Q8_0, Q4_K and Q6_K, with AVX2 or AVX-512); a
   // memory-mapped file keeps GGUF order.
   bool interleave_weights = true;
-  bool kv_f16 = true;  // store the KV cache as f16 (else f32)
+  KvCachePolicy kv;
   // Requests that may wait for a free sequence slot; past it submit() fails with kUnavailable
   // at once. 0: no limit.
   int max_waiting = 0;
@@ -68,6 +85,9 @@ struct GenerationRequest {
   // top_logprobs > 0, that many alternatives (at most 20).
   bool logprobs = false;
   int top_logprobs = 0;
+  // Send one TokenEvent with `admitted` set (and no token) when the request first gets its KV
+  // pages and starts running: the end of its time in the queue.
+  bool report_admission = false;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -87,7 +107,9 @@ struct TokenEvent {
   float logprob = 0.0f;                    // with GenerationRequest::logprobs
   std::vector<TokenLogprob> top_logprobs;  // best first, with top_logprobs > 0
   FinishReason finish = FinishReason::kNone;
-  std::string error;  // with kError
+  std::string error;                            // with kError
+  ErrorCode error_code = ErrorCode::kInternal;  // with kError: the kind of failure
+  bool admitted = false;  // GenerationRequest::report_admission's event: no token, no finish
 };
 
 // Returns false to cancel the request.
@@ -109,6 +131,9 @@ struct EngineLoad {
   size_t kv_pages_total = 0;
   size_t kv_pages_used = 0;
   size_t page_size = 0;  // positions per page
+  // Sequences preempted so far (their pages freed for others when the pool ran short; their
+  // keys and values recomputed when they run again).
+  size_t preemptions = 0;
 };
 
 struct ModelSummary {

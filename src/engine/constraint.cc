@@ -49,16 +49,32 @@ SequenceConstraint::SequenceConstraint(
       max_new_tokens_(max_new_tokens),
       mask_(grammar->vocabulary().size()) {}
 
-void SequenceConstraint::apply(std::span<float> logits, const sampling::SequenceHistory& history) {
-  if (!active_) return;
-  const size_t generated = history.generated.size();
-  matcher_.fill_next_token_bitmask(mask_.words(),
-                                   generated < max_new_tokens_ ? max_new_tokens_ - generated : 1);
+bool SequenceConstraint::fill_mask(size_t n_generated) {
+  if (!active_) return false;
+  matcher_.fill_next_token_bitmask(
+      mask_.words(), n_generated < max_new_tokens_ ? max_new_tokens_ - n_generated : 1);
   mask_.clear_padding();
-  sampling::apply_token_bitmask(logits, mask_);
+  return true;
 }
 
 Status SequenceConstraint::accept(TokenId token) {
+  Undo undo{active_, text_, matcher_.n_accepted_tokens()};
+  Status status = advance(token);
+  if (status.ok()) undo_.push_back(std::move(undo));
+  return status;
+}
+
+void SequenceConstraint::rollback(size_t n_tokens) {
+  n_tokens = std::min(n_tokens, undo_.size());
+  if (n_tokens == 0) return;
+  Undo& to = undo_[undo_.size() - n_tokens];
+  matcher_.rollback(matcher_.n_accepted_tokens() - to.matcher_tokens);
+  active_ = to.active;
+  text_ = std::move(to.text);
+  undo_.resize(undo_.size() - n_tokens);
+}
+
+Status SequenceConstraint::advance(TokenId token) {
   if (active_) {
     if (!matcher_.accept_token(token)) {
       return make_error(ErrorCode::kInternal,

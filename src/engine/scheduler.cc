@@ -4,52 +4,105 @@
 
 namespace strata::engine {
 
-Scheduler::Scheduler(kv::KvCache& cache, size_t max_running, size_t token_budget)
-    : cache_(cache), max_running_(max_running), token_budget_(token_budget) {}
+Scheduler::Scheduler(kv::KvManager& kv, size_t max_running, size_t token_budget)
+    : kv_(kv), max_running_(max_running), token_budget_(token_budget) {}
+
+void Scheduler::add(Sequence* seq) {
+  seq->status = SeqStatus::kWaiting;
+  waiting_.push_back(seq);
+}
 
 void Scheduler::remove(Sequence* seq) {
   std::erase(running_, seq);
   std::erase(waiting_, seq);
-  cache_.remove(seq->id);
+  kv_.free(seq->id);
 }
 
-std::vector<ScheduledChunk> Scheduler::schedule(std::vector<Sequence*>& starved) {
-  std::vector<ScheduledChunk> chunks;
-  size_t budget = token_budget_;
+void Scheduler::push(SchedulerOutput& out, Sequence* s, size_t n) {
+  const size_t n_logits = s->n_computed + n == s->tokens.size() ? 1 : 0;
+  out.scheduled.push_back({s, n, n_logits});
+  out.n_tokens += n;
+  out.n_logits += n_logits;
+}
 
-  // Decode tokens first (one each), then prompt chunks of admitted sequences, oldest first.
-  std::vector<Sequence*> decoding, prefilling;
-  for (Sequence* s : running_) (s->n_pending() == 1 ? decoding : prefilling).push_back(s);
-  for (Sequence* s : decoding) {
-    if (budget == 0) break;
-    if (!cache_.reserve(s->id, s->n_computed + 1).ok()) {
-      starved.push_back(s);
-      continue;
-    }
-    chunks.push_back({s, 1});
-    --budget;
+void Scheduler::preempt(Sequence* victim, SchedulerOutput& out, size_t& budget) {
+  // A victim scheduled earlier in this step gives its tokens back.
+  auto it = std::find_if(out.scheduled.begin(), out.scheduled.end(),
+                         [victim](const ScheduledSeq& c) { return c.seq == victim; });
+  if (it != out.scheduled.end()) {
+    budget += it->n_tokens;
+    out.n_tokens -= it->n_tokens;
+    out.n_logits -= it->n_logits;
+    out.scheduled.erase(it);
   }
-  for (Sequence* s : prefilling) {
-    if (budget == 0) break;
-    const size_t n = std::min(budget, s->n_pending());
-    if (!cache_.reserve(s->id, s->n_computed + n).ok()) {
-      starved.push_back(s);
-      continue;
+  std::erase(out.admitted, victim);
+  std::erase(running_, victim);
+  kv_.free(victim->id);
+  victim->n_computed = 0;
+  victim->status = SeqStatus::kPreempted;
+  waiting_.push_front(victim);
+  out.preempted.push_back(victim);
+  ++n_preemptions_;
+}
+
+bool Scheduler::make_room(Sequence* s, size_t n, SchedulerOutput& out, size_t& budget) {
+  while (!kv_.allocate(s->id, n)) {
+    Sequence* victim = running_.back();
+    if (victim == s && running_.size() == 1 && !kv_.fits_alone(s->n_computed + n)) {
+      std::erase(running_, s);
+      kv_.free(s->id);
+      out.failed.push_back(s);
+      return false;
     }
-    chunks.push_back({s, n});
+    preempt(victim, out, budget);
+    if (victim == s) return false;
+  }
+  return true;
+}
+
+void Scheduler::schedule_running(bool decode, SchedulerOutput& out, size_t& budget) {
+  // A copy: preemption removes sequences from running_ while this walks it.
+  const std::vector<Sequence*> running = running_;
+  for (Sequence* s : running) {
+    if (budget == 0) break;
+    if (!s->has_pages() || (s->n_pending() == 1) != decode) continue;
+    const size_t n = decode ? 1 : std::min(budget, s->n_pending());
+    if (!make_room(s, n, out, budget)) continue;
+    push(out, s, n);
     budget -= n;
   }
-  // Admit waiting requests while there is room; one that cannot get pages waits for the next step.
+}
+
+void Scheduler::admit_waiting(SchedulerOutput& out, size_t& budget) {
   while (!waiting_.empty() && budget > 0 && running_.size() < max_running_) {
     Sequence* s = waiting_.front();
     const size_t n = std::min(budget, s->n_pending());
-    if (!cache_.reserve(s->id, s->n_computed + n).ok()) break;
+    if (!kv_.allocate(s->id, n)) {
+      // With nothing running every page is free: it can never fit.
+      if (!running_.empty() || kv_.fits_alone(s->n_computed + n)) break;
+      waiting_.pop_front();
+      kv_.free(s->id);
+      out.failed.push_back(s);
+      continue;
+    }
     waiting_.pop_front();
     running_.push_back(s);
-    chunks.push_back({s, n});
+    s->status = SeqStatus::kPrefilling;
+    out.admitted.push_back(s);
+    push(out, s, n);
     budget -= n;
   }
-  return chunks;
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  size_t budget = token_budget_;
+  // Decode tokens first (one each), then prompt chunks of admitted sequences, oldest first.
+  schedule_running(/*decode=*/true, out, budget);
+  schedule_running(/*decode=*/false, out, budget);
+  // Admit waiting requests while there is room; one that cannot get pages waits for the next step.
+  admit_waiting(out, budget);
+  return out;
 }
 
 }  // namespace strata::engine

@@ -14,6 +14,16 @@
 
 namespace strata::engine {
 
+// Where a sequence is in its life. The scheduler's queues only order sequences; this says what
+// they are.
+enum class SeqStatus {
+  kWaiting,     // submitted, holds no KV pages
+  kPrefilling,  // admitted: holds pages, tokens still to run before the next sample
+  kDecoding,    // admitted: one token (the last sampled) to run per step
+  kPreempted,   // its pages were taken for others; it waits to recompute its tokens' KV
+  kFinished,    // done, for `finish` (stop, length, cancelled, error)
+};
+
 struct Sequence {
   uint64_t id = 0;              // also its KV sequence id
   std::vector<TokenId> tokens;  // prompt, then generated tokens
@@ -21,15 +31,22 @@ struct Sequence {
   size_t n_computed = 0;  // leading tokens whose keys/values are in the KV cache
   size_t max_length = 0;  // n_prompt + max_tokens, capped by the context
   bool ignore_eos = false;
+  bool report_admission = false;  // GenerationRequest::report_admission
+  bool admitted_once = false;
 
   std::unique_ptr<sampling::Sampler> sampler;
+  std::unique_ptr<SequenceConstraint> constraint;  // null when the output is free
   std::unique_ptr<tokenizer::StreamingDetokenizer> detokenizer;
   std::unique_ptr<StopMatcher> stop;
-  SequenceConstraint* constraint = nullptr;  // owned by the sampler's processor chain
   TokenCallback on_token;
 
-  FinishReason finish = FinishReason::kNone;
+  SeqStatus status = SeqStatus::kWaiting;
+  FinishReason finish = FinishReason::kNone;  // with kFinished
 
+  bool finished() const { return status == SeqStatus::kFinished; }
+  bool has_pages() const {
+    return status == SeqStatus::kPrefilling || status == SeqStatus::kDecoding;
+  }
   size_t n_generated() const { return tokens.size() - n_prompt; }
   // Tokens still to run through the model before the next sample.
   size_t n_pending() const { return tokens.size() - n_computed; }

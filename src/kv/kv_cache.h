@@ -1,5 +1,6 @@
 // Sequences and their page tables over a KvPool. The model writes keys/values by (sequence,
-// position) and attention reads them page by page; the scheduler sees only reserve() results.
+// position) and attention reads them page by page; the scheduler sees only the KvManager
+// (kv/kv_manager.h), never this class's pages.
 #pragma once
 
 #include <cstdint>
@@ -17,34 +18,51 @@ using SeqId = uint64_t;
 class KvCache {
  public:
   KvCache(const KvShape& shape, size_t n_pages, KvPrecision precision);
+  KvCache(const KvShape& shape, std::span<const ArenaSpec> arenas);
 
   const KvShape& shape() const { return pool_.shape(); }
   KvPool& pool() { return pool_; }
   const KvPool& pool() const { return pool_; }
 
-  // Pages that reserve(seq, n_positions) would newly take from the pool.
+  // Pages that reserve(seq, n_positions) would newly take from the pool: missing pages, plus
+  // shared pages it would have to copy because positions past the sequence's length fall in them.
   size_t pages_needed(SeqId seq, size_t n_positions) const;
-  // Ensures pages exist for positions [0, n_positions) of seq (creating the sequence if new).
-  // All or nothing: on kOutOfRange nothing was allocated.
+  // Ensures pages exist for positions [0, n_positions) of seq (creating the sequence if new), the
+  // ones at or past its length private (copied first where shared), and sets its length to at
+  // least n_positions. All or nothing: on kOutOfRange nothing was allocated.
   Status reserve(SeqId seq, size_t n_positions);
   // Drops positions >= n_positions, returning whole pages past them to the pool.
   void truncate(SeqId seq, size_t n_positions);
   // Ends a sequence and returns all its pages.
   void remove(SeqId seq);
+  // Starts sequence `to` (which must not exist) holding from's pages of positions
+  // [0, n_positions): shared (reference counted), copied when either side writes to them.
+  void fork(SeqId from, SeqId to, size_t n_positions);
   bool contains(SeqId seq) const { return sequences_.count(seq) != 0; }
   size_t n_sequences() const { return sequences_.size(); }
 
   // Positions [0, capacity) have pages; capacity is a multiple of page_size.
   size_t capacity(SeqId seq) const;
+  // Positions reserved (reserve) and not truncated since.
+  size_t length(SeqId seq) const;
   std::span<const PageId> page_table(SeqId seq) const;
 
   // Stores one position's keys and values of one layer: k and v are [n_kv_heads][head_dim].
-  // The position must be reserved.
+  // The position must be reserved. A page other sequences share is copied before it is written
+  // (reserve() already did so for positions past the length; this covers writes before it).
   void write(SeqId seq, size_t pos, size_t layer, const float* k, const float* v);
 
  private:
+  struct SeqPages {
+    std::vector<PageId> pages;
+    size_t length = 0;
+  };
+  // Gives seq its own copy of its page `index` if others hold it too; false when no page is free.
+  bool make_private(SeqPages& s, size_t index);
+  size_t shared_pages_in(const SeqPages& s, size_t from, size_t to) const;
+
   KvPool pool_;
-  std::unordered_map<SeqId, std::vector<PageId>> sequences_;
+  std::unordered_map<SeqId, SeqPages> sequences_;
 };
 
 }  // namespace strata::kv

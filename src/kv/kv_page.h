@@ -18,11 +18,24 @@ namespace strata::kv {
 using PageId = uint32_t;
 inline constexpr PageId kNoPage = UINT32_MAX;
 
-// Storage precision of a page. Attention reads each page through the path its precision needs,
-// so a sequence may mix precisions (hot pages f32/f16; lower tiers come later).
+// Storage precision of a page. Each precision has its own arena in the pool, its own byte size
+// and its own read path in attention, so a sequence may mix precisions. A later tier (int8, fp8,
+// int4 with per-group scales) adds an enum value here, its size in page_bytes(), an arena in the
+// engine's KV policy, and a branch in the attention read path (kv/paged_attention.cc).
 enum class KvPrecision : uint8_t { kF32, kF16 };
 
-inline size_t precision_bytes(KvPrecision p) { return p == KvPrecision::kF32 ? 4 : 2; }
+// Bytes of one stored element of a precision's data.
+constexpr size_t precision_bytes(KvPrecision p) {
+  switch (p) {
+    case KvPrecision::kF32:
+      return 4;
+    case KvPrecision::kF16:
+      return 2;
+  }
+  return 4;
+}
+
+const char* precision_name(KvPrecision p);
 
 struct KvShape {
   size_t n_layers = 0;
@@ -35,9 +48,15 @@ struct KvShape {
   size_t page_elements() const { return n_layers * layer_elements(); }
 };
 
-// Bookkeeping of one page; its data lives in the pool's arena.
+// Bytes of one page of a precision (quantized tiers will add their scales here).
+inline size_t page_bytes(const KvShape& shape, KvPrecision p) {
+  return shape.page_elements() * precision_bytes(p);
+}
+
+// Bookkeeping of one page; its data lives in the arena of its precision.
 struct KvPage {
   KvPrecision precision = KvPrecision::kF32;
+  uint8_t arena = 0;       // index of the pool's arena that holds the data
   uint32_t ref_count = 0;  // sequences holding the page; shared prefix pages have more than one
   uint32_t n_filled = 0;   // positions written, from the page's start
 };

@@ -1,34 +1,93 @@
 #include "kv/kv_pool.h"
 
 #include <cassert>
+#include <cstring>
 #include <string>
 
 namespace strata::kv {
 
-KvPool::KvPool(const KvShape& shape, size_t n_pages, KvPrecision precision)
-    : shape_(shape),
-      precision_(precision),
-      page_bytes_(shape.page_elements() * precision_bytes(precision)),
-      arena_(page_bytes_ * n_pages),
-      pages_(n_pages) {
-  free_list_.reserve(n_pages);
-  for (size_t i = n_pages; i-- > 0;) free_list_.push_back(static_cast<PageId>(i));
-  for (KvPage& p : pages_) p.precision = precision;
+const char* precision_name(KvPrecision p) {
+  switch (p) {
+    case KvPrecision::kF32:
+      return "f32";
+    case KvPrecision::kF16:
+      return "f16";
+  }
+  return "?";
 }
 
-Result<PageId> KvPool::allocate() {
-  if (free_list_.empty()) {
+KvPool::KvPool(const KvShape& shape, size_t n_pages, KvPrecision precision)
+    : KvPool(shape, std::span<const ArenaSpec>(std::vector<ArenaSpec>{{precision, n_pages}})) {}
+
+KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas) : shape_(shape) {
+  assert(!arenas.empty());
+  for (const ArenaSpec& spec : arenas) {
+    assert(find(spec.precision) == nullptr);
+    Arena a{spec.precision,
+            page_bytes(shape, spec.precision),
+            static_cast<PageId>(pages_.size()),
+            AlignedBuffer<unsigned char>(page_bytes(shape, spec.precision) * spec.n_pages),
+            {}};
+    for (size_t i = 0; i < spec.n_pages; ++i) {
+      a.free.push_back(static_cast<PageId>(pages_.size()));
+      pages_.push_back(KvPage{spec.precision, static_cast<uint8_t>(arenas_.size()), 0, 0});
+    }
+    arenas_.push_back(std::move(a));
+  }
+}
+
+const KvPool::Arena* KvPool::find(KvPrecision precision) const {
+  for (const Arena& a : arenas_) {
+    if (a.precision == precision) return &a;
+  }
+  return nullptr;
+}
+
+KvPool::Arena* KvPool::find(KvPrecision precision) {
+  for (Arena& a : arenas_) {
+    if (a.precision == precision) return &a;
+  }
+  return nullptr;
+}
+
+size_t KvPool::free_pages() const {
+  size_t n = 0;
+  for (const Arena& a : arenas_) n += a.free.size();
+  return n;
+}
+
+size_t KvPool::free_pages(KvPrecision precision) const {
+  const Arena* a = find(precision);
+  return a ? a->free.size() : 0;
+}
+
+size_t KvPool::n_pages(KvPrecision precision) const {
+  size_t n = 0;
+  for (const KvPage& p : pages_) n += p.precision == precision ? 1 : 0;
+  return n;
+}
+
+size_t KvPool::bytes() const {
+  size_t n = 0;
+  for (const Arena& a : arenas_) n += a.data.size();
+  return n;
+}
+
+Result<PageId> KvPool::allocate() { return allocate(default_precision()); }
+
+Result<PageId> KvPool::allocate(KvPrecision precision) {
+  Arena* a = find(precision);
+  if (a == nullptr || a->free.empty()) {
     return make_error(ErrorCode::kOutOfRange,
                       "KV cache is full (" + std::to_string(n_pages()) + " pages of " +
                           std::to_string(shape_.page_size) +
                           " tokens); raise the context size or run fewer sequences at once");
   }
-  PageId id = free_list_.back();
-  free_list_.pop_back();
+  const PageId id = a->free.front();
+  a->free.pop_front();
   KvPage& p = pages_[id];
   p.ref_count = 1;
   p.n_filled = 0;
-  p.precision = precision_;
   return id;
 }
 
@@ -40,16 +99,27 @@ void KvPool::retain(PageId id) {
 void KvPool::release(PageId id) {
   KvPage& p = pages_[id];
   assert(p.ref_count > 0);
-  if (--p.ref_count == 0) free_list_.push_back(id);
+  if (--p.ref_count == 0) arenas_[p.arena].free.push_back(id);
+}
+
+unsigned char* KvPool::page_data(PageId id) {
+  Arena& a = arenas_[pages_[id].arena];
+  return a.data.data() + static_cast<size_t>(id - a.first) * a.page_bytes;
+}
+
+void KvPool::copy(PageId from, PageId to) {
+  assert(pages_[from].precision == pages_[to].precision);
+  std::memcpy(page_data(to), page_data(from), arenas_[pages_[from].arena].page_bytes);
+  pages_[to].n_filled = pages_[from].n_filled;
 }
 
 KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {
-  const size_t elem = precision_bytes(pages_[id].precision);
-  unsigned char* base = arena_.data() + static_cast<size_t>(id) * page_bytes_ +
-                        layer * shape_.layer_elements() * elem;
+  const KvPrecision precision = pages_[id].precision;
+  const size_t elem = precision_bytes(precision);
+  unsigned char* base = page_data(id) + layer * shape_.layer_elements() * elem;
   const size_t block = shape_.head_block_elements() * elem;
   return KvHeadView{base + kv_head * block, base + (shape_.n_kv_heads + kv_head) * block,
-                    pages_[id].precision};
+                    precision};
 }
 
 }  // namespace strata::kv

@@ -1,8 +1,11 @@
-// A fixed pool of KV pages allocated once; pages are handed to sequences on demand and returned
-// when a sequence ends. Allocation never touches the operating system after construction.
+// A fixed pool of KV pages allocated once, one arena per precision; pages are handed to sequences
+// on demand and returned when a sequence ends. Allocation never touches the operating system
+// after construction.
 #pragma once
 
 #include <cstddef>
+#include <deque>
+#include <span>
 #include <vector>
 
 #include "base/aligned.h"
@@ -11,34 +14,61 @@
 
 namespace strata::kv {
 
+// The pages of one precision.
+struct ArenaSpec {
+  KvPrecision precision = KvPrecision::kF16;
+  size_t n_pages = 0;
+};
+
 class KvPool {
  public:
+  // One arena of n_pages pages at `precision`.
   KvPool(const KvShape& shape, size_t n_pages, KvPrecision precision);
+  // One arena per spec (distinct precisions); the first is the default (hot) precision.
+  KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas);
 
   const KvShape& shape() const { return shape_; }
   size_t n_pages() const { return pages_.size(); }
-  size_t free_pages() const { return free_list_.size(); }
+  size_t free_pages() const;
+  size_t free_pages(KvPrecision precision) const;
+  size_t n_pages(KvPrecision precision) const;
   size_t used_pages() const { return n_pages() - free_pages(); }
-  size_t bytes() const { return arena_.size(); }
+  size_t bytes() const;
+  // The precision new pages get unless asked otherwise: the first arena's.
+  KvPrecision default_precision() const { return arenas_.front().precision; }
+  bool has_precision(KvPrecision precision) const { return find(precision) != nullptr; }
 
-  // A free page with ref_count 1, or kOutOfRange when the pool is exhausted.
+  // A free page with ref_count 1, or kOutOfRange when the arena is exhausted. Freed pages are
+  // handed out again least recently freed first (FIFO), so a just-freed page, the likeliest to
+  // be asked for again as a cached prefix, stays intact longest.
   Result<PageId> allocate();
+  Result<PageId> allocate(KvPrecision precision);
   // Adds a holder to a page (prefix sharing).
   void retain(PageId id);
-  // Drops a holder; the page returns to the free list when none is left.
+  // Drops a holder; the page returns to its arena's free list when none is left.
   void release(PageId id);
+  // Copies a page's data and fill count into another page of the same precision.
+  void copy(PageId from, PageId to);
 
   const KvPage& page(PageId id) const { return pages_[id]; }
   KvPage& page(PageId id) { return pages_[id]; }
   KvHeadView head(PageId id, size_t layer, size_t kv_head);
 
  private:
+  struct Arena {
+    KvPrecision precision;
+    size_t page_bytes;
+    PageId first;  // its pages are [first, first + n_pages)
+    AlignedBuffer<unsigned char> data;
+    std::deque<PageId> free;  // FIFO
+  };
+  const Arena* find(KvPrecision precision) const;
+  Arena* find(KvPrecision precision);
+  unsigned char* page_data(PageId id);
+
   KvShape shape_;
-  KvPrecision precision_;
-  size_t page_bytes_;
-  AlignedBuffer<unsigned char> arena_;
+  std::vector<Arena> arenas_;
   std::vector<KvPage> pages_;
-  std::vector<PageId> free_list_;  // LIFO: a just-freed page is likely still in cache
 };
 
 }  // namespace strata::kv

@@ -5,7 +5,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
-#include "kv/paged_attention.h"
+#include "kv/attend.h"
 
 namespace strata::model {
 
@@ -95,45 +95,16 @@ void apply_rope(const ModelConfig& c, const Vector& freq_factors, const Batch& b
   }
 }
 
-namespace {
-// Multiply-adds of q·k and p·v below which attention is not worth spreading over threads.
-constexpr size_t kMinParallelAttentionWork = size_t{1} << 15;
-}  // namespace
-
 void attention(const ModelConfig& c, size_t layer, const Batch& batch, const float* q,
                const float* k, const float* v, kv::KvCache& cache, float* out, ThreadPool& pool) {
   // Every position of the batch is stored first, so an entry attends to the earlier entries of
   // its own sequence in this batch as well as to the cache.
+  std::vector<kv::QueryPos> queries(batch.size());
   for (size_t t = 0; t < batch.size(); ++t) {
     cache.write(batch[t].seq, batch[t].pos, layer, k + t * c.kv_dim(), v + t * c.kv_dim());
+    queries[t] = {batch[t].seq, batch[t].pos};
   }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const size_t group = c.n_heads / c.n_kv_heads;
-  // A task is `heads` adjacent query heads of one KV head (grouped-query attention): they read
-  // each key and value row once, and their accumulator chains overlap. Whole groups, unless that
-  // leaves fewer than two tasks per thread; any split gives the same bits.
-  size_t heads = group;
-  while (heads % 2 == 0 && batch.size() * c.n_heads / heads < 2 * pool.num_threads()) heads /= 2;
-  const size_t tasks_per_entry = c.n_heads / heads;
-  std::vector<float> scratch(pool.num_threads() * heads * c.head_dim);
-  auto attend = [&](size_t task, size_t thread) {
-    const size_t t = task / tasks_per_entry, h = task % tasks_per_entry * heads;
-    const BatchEntry& e = batch[t];
-    kv::attend_kv_head(cache.pool(), cache.page_table(e.seq), layer, h / group, e.pos + 1,
-                       q + (t * c.n_heads + h) * c.head_dim, heads, scale,
-                       out + (t * c.n_heads + h) * c.head_dim,
-                       scratch.data() + thread * heads * c.head_dim);
-  };
-  // Handing work to other threads costs microseconds (more when cores are shared), so a small
-  // attention (short contexts, small heads) runs on the calling thread.
-  size_t work = 0;
-  for (const BatchEntry& e : batch) work += (e.pos + 1) * c.n_heads * c.head_dim;
-  const size_t tasks = batch.size() * tasks_per_entry;
-  if (work < kMinParallelAttentionWork) {
-    for (size_t task = 0; task < tasks; ++task) attend(task, 0);
-  } else {
-    pool.parallel_for(tasks, attend);
-  }
+  kv::attend(cache, layer, queries, c.n_heads, q, out, pool);
 }
 
 void swiglu_rows(float* gate, const float* up, size_t n_tokens, size_t n) {

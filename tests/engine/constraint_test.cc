@@ -64,6 +64,43 @@ TEST(ConstraintTest, GrammarOverridesTheModelsPreference) {
   EXPECT_EQ(out.finish, FinishReason::kStop);  // the grammar ended: nothing may follow
 }
 
+// Several constrained sequences fill their masks on the thread pool in the same step; each gets
+// what it gets alone.
+TEST(ConstraintTest, ConstrainedSequencesInOneStepGetWhatTheyGetAlone) {
+  EngineOptions options;
+  options.model_path = "../shared/models/stories260K.gguf";
+  options.threads = 4;
+  options.max_sequences = 4;
+  Result<std::unique_ptr<Engine>> made = Engine::create(options);
+  ASSERT_TRUE(made.ok());
+  Engine& engine = **made;
+  const std::vector<std::string> grammars = {
+      "root ::= [0-9]{1,3} (\",\" [0-9]{1,3}){0,4}", "root ::= (\"yes\" | \"no\") \".\"",
+      "root ::= [a-z ]{1,40} \".\"", "root ::= \"Lily \" [a-z]+"};
+  std::vector<GenerationRequest> requests;
+  std::vector<std::string> alone;
+  for (size_t i = 0; i < grammars.size(); ++i) {
+    GenerationRequest r = request(engine, "Once upon a time", i % 2 == 0 ? 0.0f : 1.0f, i + 1);
+    r.max_tokens = 40;
+    r.constraint.kind = ConstraintKind::kGrammar;
+    r.constraint.text = grammars[i];
+    requests.push_back(r);
+    alone.push_back(generate(engine, r).text);
+  }
+  std::vector<std::string> together(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_TRUE(engine
+                    .submit(requests[i],
+                            [&together, i](const TokenEvent& e) {
+                              together[i] += e.text;
+                              return true;
+                            })
+                    .ok());
+  }
+  while (engine.has_work()) ASSERT_TRUE(engine.step().ok());
+  EXPECT_EQ(together, alone);
+}
+
 TEST(ConstraintTest, SampledOutputsAlwaysFitTheGrammar) {
   std::unique_ptr<Engine> engine = make_engine();
   ASSERT_TRUE(engine);

@@ -1,0 +1,76 @@
+// The Engine's state, shared by engine.cc (the public API) and engine_step.cc (the step).
+#pragma once
+
+#include <list>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/constraint.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "kv/kv_manager.h"
+#include "model/model.h"
+#include "platform/thread_pool.h"
+#include "strata/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strata {
+
+// Where one sequence's rows of the step's logits are.
+struct LogitRows {
+  engine::Sequence* seq;
+  size_t first;  // row index in Engine::Impl::logits
+  size_t n;      // rows (1 today; the guesses plus one with speculative decoding)
+};
+
+struct Engine::Impl {
+  EngineOptions options;
+  ModelSummary summary;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<kv::KvManager> kv;
+  std::unique_ptr<engine::Scheduler> scheduler;
+  std::unique_ptr<engine::ConstraintCompiler> constraints;
+  std::list<engine::Sequence> sequences;  // stable addresses; the scheduler holds pointers
+  uint64_t next_id = 1;
+  std::vector<float> logits;  // [n_logits][n_vocab] of the current step
+  bool in_step = false;       // callbacks may cancel; sequences are then dropped after the step
+
+  size_t n_vocab() const { return model->config().n_vocab; }
+
+  // engine.cc
+  // Checks the tokens of one sequence (a prompt, or what evaluate() runs): not empty, ids inside
+  // the vocabulary, at most max_tokens of them (else kOutOfRange with the message too_long).
+  Status check_tokens(std::span<const TokenId> tokens, size_t max_tokens,
+                      const std::string& too_long) const;
+
+  // engine_step.cc
+  Status step();
+  // Ends a sequence: its final event, then its pages go back.
+  void finish(engine::Sequence& s, FinishReason reason, const Error& error = {});
+  void drop_finished();
+
+ private:
+  Status run_step();
+  void report_admissions(const engine::SchedulerOutput& plan);
+  std::vector<LogitRows> execute(const engine::SchedulerOutput& plan, Status& status);
+  void fill_masks(std::span<const LogitRows> rows);
+  void sample_and_update(std::span<const LogitRows> rows);
+  // Appends the accepted tokens in order (one today; with speculative decoding, the prefix of the
+  // guesses the model confirmed plus its own next token) and reports them, until one finishes
+  // the sequence; keys and values computed past them (rejected guesses) are dropped.
+  void update(engine::Sequence& s, std::span<const sampling::SampledToken> accepted);
+  // Appends one token and reports it; true when the sequence finished with it.
+  bool accept(engine::Sequence& s, const sampling::SampledToken& sampled);
+  FinishReason stop_reason(engine::Sequence& s, TokenId token, TokenEvent& event);
+};
+
+// Appends positions [start, start + n) of one sequence to a batch; the last n_logits of them
+// want logits. The one place batches are built (the step and evaluate()).
+void append_positions(model::Batch& batch, kv::SeqId seq, std::span<const TokenId> tokens,
+                      size_t start, size_t n, size_t n_logits);
+
+}  // namespace strata

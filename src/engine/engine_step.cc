@@ -1,0 +1,216 @@
+// One engine step, the shape of vLLM v1's EngineCore.step():
+//   plan = scheduler.schedule()          // sequences, tokens each, which positions want logits
+//   forward(batch of every plan entry)   // one batched pass; logits only where wanted
+//   fill grammar masks (thread pool)     // each sequence's own constraint
+//   sample each logit row                // the sequence's sampler (penalties, bias, truncation)
+//   update(sequence, accepted tokens)    // append, stream, stop checks, free finished pages
+#include <algorithm>
+
+#include "engine/engine_impl.h"
+#include "sampling/token_bitmask.h"
+
+namespace strata {
+
+void append_positions(model::Batch& batch, kv::SeqId seq, std::span<const TokenId> tokens,
+                      size_t start, size_t n, size_t n_logits) {
+  for (size_t p = start; p < start + n; ++p) {
+    batch.push_back({seq, static_cast<uint32_t>(p), tokens[p], p + n_logits >= start + n});
+  }
+}
+
+void Engine::Impl::drop_finished() {
+  std::erase_if(sequences, [](const engine::Sequence& s) { return s.finished(); });
+}
+
+void Engine::Impl::finish(engine::Sequence& s, FinishReason reason, const Error& error) {
+  s.status = engine::SeqStatus::kFinished;
+  s.finish = reason;
+  TokenEvent event;
+  event.finish = reason;
+  if (reason == FinishReason::kError) {
+    event.error = error.message;
+    event.error_code = error.code;
+  } else {
+    event.text = s.detokenizer->finish() + s.stop->flush();
+  }
+  if (s.on_token) s.on_token(event);
+  scheduler->remove(&s);
+}
+
+Status Engine::Impl::step() {
+  in_step = true;
+  Status status = run_step();
+  in_step = false;
+  drop_finished();
+  return status;
+}
+
+Status Engine::Impl::run_step() {
+  const engine::SchedulerOutput plan = scheduler->schedule();
+  for (engine::Sequence* s : plan.failed) {
+    finish(*s, FinishReason::kError,
+           make_error(ErrorCode::kOutOfRange,
+                      "the sequence needs more KV pages than the whole cache holds; raise the "
+                      "context size or the KV pages"));
+  }
+  report_admissions(plan);
+  Status status = ok_status();
+  const std::vector<LogitRows> rows = execute(plan, status);
+  if (!status.ok()) return status;
+  fill_masks(rows);
+  sample_and_update(rows);
+  return ok_status();
+}
+
+void Engine::Impl::report_admissions(const engine::SchedulerOutput& plan) {
+  for (engine::Sequence* s : plan.admitted) {
+    if (s->admitted_once) continue;
+    s->admitted_once = true;
+    if (!s->report_admission || !s->on_token) continue;
+    TokenEvent event;
+    event.admitted = true;
+    s->on_token(event);  // a request cancelled from here ends after the step
+  }
+}
+
+// One batch of every scheduled chunk's tokens; logits where a chunk completes its pending tokens.
+std::vector<LogitRows> Engine::Impl::execute(const engine::SchedulerOutput& plan, Status& status) {
+  model::Batch batch;
+  batch.reserve(plan.n_tokens);
+  std::vector<LogitRows> rows;
+  size_t n_rows = 0;
+  for (const engine::ScheduledSeq& c : plan.scheduled) {
+    engine::Sequence& s = *c.seq;
+    if (s.finished()) continue;  // cancelled from an admission or error callback above
+    append_positions(batch, s.id, s.tokens, s.n_computed, c.n_tokens, c.n_logits);
+    s.n_computed += c.n_tokens;
+    if (c.n_logits > 0) rows.push_back({&s, n_rows, c.n_logits});
+    n_rows += c.n_logits;
+  }
+  if (batch.empty()) return {};
+  logits.resize(n_rows * n_vocab());
+  Status forward = model->forward(batch, kv->cache(), *pool, logits.data());
+  if (!forward.ok()) {
+    // The step's sequences cannot continue; end them so no caller waits on them forever.
+    for (const engine::ScheduledSeq& c : plan.scheduled) {
+      if (!c.seq->finished()) finish(*c.seq, FinishReason::kError, forward.error());
+    }
+    status = forward.error();
+    return {};
+  }
+  return rows;
+}
+
+// Each constrained sequence's grammar fills its allowed-token mask, on the thread pool when
+// several do (they share only the immutable compiled grammar), and bans the rest in its rows.
+void Engine::Impl::fill_masks(std::span<const LogitRows> rows) {
+  std::vector<const LogitRows*> constrained;
+  for (const LogitRows& r : rows) {
+    if (r.seq->constraint && !r.seq->finished()) constrained.push_back(&r);
+  }
+  std::vector<char> masked(constrained.size(), 0);
+  pool->parallel_for(constrained.size(), [&](size_t i, size_t) {
+    engine::Sequence& s = *constrained[i]->seq;
+    masked[i] = s.constraint->fill_mask(s.n_generated());
+  });
+  for (size_t i = 0; i < constrained.size(); ++i) {
+    if (!masked[i]) continue;
+    const LogitRows& r = *constrained[i];
+    std::span<float> row(logits.data() + r.first * n_vocab(), n_vocab());
+    sampling::apply_token_bitmask(row, r.seq->constraint->mask());
+  }
+}
+
+void Engine::Impl::sample_and_update(std::span<const LogitRows> rows) {
+  std::vector<sampling::SampledToken> accepted;
+  for (const LogitRows& r : rows) {
+    engine::Sequence& s = *r.seq;
+    if (s.finished()) continue;  // cancelled by a callback this step
+    accepted.clear();
+    for (size_t i = 0; i < r.n; ++i) {
+      std::span<const float> row(logits.data() + (r.first + i) * n_vocab(), n_vocab());
+      sampling::SequenceHistory history{
+          std::span<const TokenId>(s.tokens.data(), s.n_prompt),
+          std::span<const TokenId>(s.tokens.data() + s.n_prompt, s.n_generated())};
+      Result<sampling::SampledToken> token = s.sampler->sample(row, history);
+      if (!token.ok()) {
+        finish(s, FinishReason::kError, token.error());
+        break;
+      }
+      accepted.push_back(*token);
+    }
+    if (!s.finished()) update(s, accepted);
+  }
+}
+
+void Engine::Impl::update(engine::Sequence& s, std::span<const sampling::SampledToken> accepted) {
+  for (const sampling::SampledToken& t : accepted) {
+    if (accept(s, t)) return;
+  }
+  // The newest token is not computed yet; positions computed past it were rejected guesses.
+  const size_t computed = s.tokens.size() - 1;
+  if (s.n_computed > computed) {
+    s.n_computed = computed;
+    kv->truncate(s.id, computed);
+  }
+  s.status = s.n_pending() == 1 ? engine::SeqStatus::kDecoding : engine::SeqStatus::kPrefilling;
+}
+
+bool Engine::Impl::accept(engine::Sequence& s, const sampling::SampledToken& sampled) {
+  const TokenId token = sampled.id;
+  if (s.constraint) {
+    Status accepted = s.constraint->accept(token);
+    if (!accepted.ok()) {
+      finish(s, FinishReason::kError, accepted.error());
+      return true;
+    }
+  }
+  s.tokens.push_back(token);
+  TokenEvent event;
+  event.token = token;
+  if (s.sampler->params().logprobs) {
+    event.logprob = sampled.logprob;
+    event.top_logprobs.reserve(sampled.top_logprobs.size());
+    for (const sampling::TokenLogprob& t : sampled.top_logprobs)
+      event.top_logprobs.push_back({t.id, t.logprob});
+  }
+  event.finish = stop_reason(s, token, event);
+  const bool keep_going = !s.on_token || s.on_token(event);
+  if (event.finish == FinishReason::kNone && !keep_going) event.finish = FinishReason::kCancelled;
+  if (event.finish == FinishReason::kNone) return false;
+  s.status = engine::SeqStatus::kFinished;
+  s.finish = event.finish;
+  scheduler->remove(&s);
+  return true;
+}
+
+// Whether the token just appended ends the sequence; fills the event's text.
+FinishReason Engine::Impl::stop_reason(engine::Sequence& s, TokenId token, TokenEvent& event) {
+  FinishReason reason = FinishReason::kNone;
+  bool stop_string = false;
+  if (!s.ignore_eos && tokenizer->is_eog(token)) {
+    reason = FinishReason::kStop;  // end-of-generation tokens are not shown
+  } else {
+    engine::StopMatcher::Output out = s.stop->push(s.detokenizer->push(token));
+    event.text = std::move(out.text);
+    stop_string = out.stopped;
+    if (stop_string) reason = FinishReason::kStop;
+  }
+  // A grammar that is complete and allows nothing more ends the output, as an EOG would.
+  if (reason == FinishReason::kNone && s.constraint && s.constraint->terminated()) {
+    reason = FinishReason::kStop;
+  }
+  // At the token limit a constrained output the budget guard brought to a whole sentence was
+  // not cut short: it stops rather than reporting length.
+  if (reason == FinishReason::kNone && s.tokens.size() >= s.max_length) {
+    const bool complete = s.constraint && s.constraint->complete();
+    reason = complete ? FinishReason::kStop : FinishReason::kLength;
+  }
+  // At the end, release text held back for a possible stop string, unless one was found.
+  if (reason != FinishReason::kNone && !stop_string) {
+    event.text += s.detokenizer->finish() + s.stop->flush();
+  }
+  return reason;
+}
+
+}  // namespace strata

@@ -1,0 +1,28 @@
+// Attention over the KV cache for a batch of queries: kv::attend owns both the walk over each
+// sequence's pages and the plan that spreads the work over threads, so that page selection
+// (query-aware sparse attention: the sink page, a recent window and the top-k older pages by
+// their key summaries' bound on q·k) plugs in here, in one place, later.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "kv/kv_cache.h"
+#include "platform/thread_pool.h"
+
+namespace strata::kv {
+
+// One query row: a sequence and the position it attends from (over positions [0, pos]).
+struct QueryPos {
+  SeqId seq = 0;
+  uint32_t pos = 0;
+};
+
+// q and out are [queries][n_heads][head_dim]; query head h reads KV head h / (n_heads /
+// n_kv_heads). Every position a query reads must already be written. Any thread count gives the
+// same bits.
+void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
+            const float* q, float* out, ThreadPool& pool);
+
+}  // namespace strata::kv

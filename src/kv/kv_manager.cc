@@ -1,0 +1,18 @@
+#include "kv/kv_manager.h"
+
+namespace strata::kv {
+
+size_t KvManager::computed_prefix(std::span<const int32_t> tokens) const { return 0; }
+
+std::optional<std::span<const PageId>> KvManager::allocate(SeqId seq, size_t n_tokens) {
+  if (!cache_.reserve(seq, cache_.length(seq) + n_tokens).ok()) return std::nullopt;
+  return cache_.page_table(seq);
+}
+
+bool KvManager::fits_alone(size_t n_positions) const {
+  const size_t page_size = cache_.shape().page_size;
+  const KvPool& pool = cache_.pool();
+  return (n_positions + page_size - 1) / page_size <= pool.n_pages(pool.default_precision());
+}
+
+}  // namespace strata::kv
