@@ -151,8 +151,10 @@ void matmul_shared_input(std::span<const MatmulProduct> products, const float* x
     const KernelInput* in;
     size_t chunk, first_task;
   };
-  std::vector<MatmulKernel> selected;  // kernels chosen for this call
-  selected.reserve(products.size());   // Plan keeps pointers into it
+  std::vector<MatmulKernel> selected;  // kernels chosen for this call (none for a model's)
+  for (const MatmulProduct& p : products) {
+    if (p.kernel == nullptr) selected.reserve(products.size());  // Plan keeps pointers into it
+  }
   std::vector<KernelInput> inputs;
   inputs.reserve(products.size());  // Plan keeps pointers into it
   std::vector<Plan> plans;
