@@ -51,10 +51,14 @@ void feed_forward(const ForwardContext& ctx, size_t l, size_t T) {
   const LayerWeights& lw = ctx.w.layers[l];
   Activations& a = ctx.a;
   if (T == 0) return;
-  norm_rows(s, a.x.data(), lw.ffn_norm, T, c.n_embd, a.xb.data());  // xb: [T][n_embd]
-  linear_shared_input({{lw.w_gate, a.hb.data()},                    // hb: [T][n_ff]
-                       {lw.w_up, a.hb2.data()}},                    // hb2: [T][n_ff]
-                      a.xb.data(), T, ctx.pool);
+  const float* in = a.x.data();  // post-norm-only placement multiplies x itself
+  if (s.pre_norm()) {
+    norm_rows(s, a.x.data(), lw.ffn_norm, T, c.n_embd, a.xb.data());  // xb: [T][n_embd]
+    in = a.xb.data();
+  }
+  linear_shared_input({{lw.w_gate, a.hb.data()},  // hb: [T][n_ff]
+                       {lw.w_up, a.hb2.data()}},  // hb2: [T][n_ff]
+                      in, T, ctx.pool);
   swiglu_rows(a.hb.data(), a.hb2.data(), T, c.n_ff);          // hb = silu(hb) * hb2
   linear(lw.w_down, a.hb.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
   if (s.post_norm()) norm_rows(s, a.out.data(), lw.ffn_post_norm, T, c.n_embd, a.out.data());

@@ -155,7 +155,9 @@ Status load_attention(Loader& load, const std::string& p, const ModelConfig& c,
 // expert stacks of a mixture of experts.
 Status load_feed_forward(Loader& load, const std::string& p, const ModelConfig& c,
                          const LayerSpec& s, LayerWeights& l) {
-  STRATA_ASSIGN_OR_RETURN(l.ffn_norm, load.vector(p + "ffn_norm.weight", c.n_embd));
+  if (s.pre_norm()) {
+    STRATA_ASSIGN_OR_RETURN(l.ffn_norm, load.vector(p + "ffn_norm.weight", c.n_embd));
+  }
   if (c.n_experts > 0) {
     const size_t n = c.n_experts, ff = c.n_ff_expert;
     STRATA_ASSIGN_OR_RETURN(l.w_router, load.matrix(p + "ffn_gate_inp.weight", n, c.n_embd));

@@ -60,7 +60,7 @@ struct LayerWeights {
   Vector bq, bk, bv, bo;        // [q_dim], [kv_dim], [kv_dim], [n_embd] when present
   Vector q_norm, k_norm;        // [head_dim] per-head RMSNorm weights (Qwen3)
   Vector attn_post_norm;        // [n_embd] post_attention_norm, with post-norm placement
-  Vector ffn_norm;              // [n_embd]
+  Vector ffn_norm;              // [n_embd]; empty with post-norm-only placement
   Matrix w_gate, w_up, w_down;  // [n_ff x n_embd] x2, [n_embd x n_ff]
   Vector ffn_post_norm;         // [n_embd] post_ffw_norm, with post-norm placement
   Matrix w_router;              // [n_experts x n_embd] ffn_gate_inp (mixture of experts)
