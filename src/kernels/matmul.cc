@@ -21,14 +21,6 @@ namespace strata::kernels {
 
 namespace {
 
-// Bytes per token of the activations the type's tiled kernel reads (dispatch::has_tiled_kernel).
-size_t tiled_row_bytes(DType type, size_t cols) {
-  if (activation_format(type) == ActivationFormat::kQ8_K) {
-    return cols / kQK_K * sizeof(ActBlockQ8KTiled);
-  }
-  return 2 * cols;  // ActPairQ8: a byte and a broadcast f32 scale share per element pair
-}
-
 // Multiply-adds below which handing a task to another thread costs more than it saves (a wake-up
 // is microseconds, far more when the cores are shared).
 constexpr size_t kMinTaskWork = size_t{1} << 15;
@@ -47,67 +39,56 @@ size_t rows_per_task(size_t rows, size_t cols, size_t n_tokens, size_t threads) 
   return std::max(balanced, min_rows);
 }
 
-// What a product's kernel reads besides the quantized rows: nothing (the per-row kernels and
-// the interleaved Q4_0 / Q8_0 ones), the rows packed for the interleaved K kernels (the same for
-// every K type), or packed for the type's register-tiled kernel.
-enum class Packing : uint8_t { kNone, kInterleavedK, kTiled };
-
 // X as one kind of kernel reads it: quantized rows (X itself for F32 weights) and, where the
 // kernel wants them, the same rows packed.
 struct KernelInput {
   ActivationFormat format = ActivationFormat::kNone;
-  Packing packing = Packing::kNone;
-  DType tiled_type = DType::kF32;  // the type whose tiled layout `packed` has
+  MatmulKernel::PackFn pack = nullptr;
   AlignedBuffer<uint8_t> quantized, packed;
   const uint8_t* rows = nullptr;
   size_t row_stride = 0, packed_stride = 0;
+
+  // What the kernel reads, and its bytes per token.
+  const uint8_t* act() const { return pack ? packed.data() : rows; }
+  size_t act_stride() const { return pack ? packed_stride : row_stride; }
 };
 
-// A product's kernel input: quantizes X into `format` and packs it, or finds an input an earlier
+// A kernel's input: quantizes X into its format and packs it, or finds an input an earlier
 // product of the same call already prepared.
-const KernelInput& input_for(std::vector<KernelInput>& inputs, ActivationFormat format,
-                             Packing packing, DType type, const float* x, size_t cols,
-                             size_t n_tokens, ThreadPool& pool) {
-  const DType tiled_type = packing == Packing::kTiled ? type : DType::kF32;
+const KernelInput& input_for(std::vector<KernelInput>& inputs, const MatmulKernel& k,
+                             const float* x, size_t cols, size_t n_tokens, ThreadPool& pool) {
   for (const KernelInput& in : inputs) {
-    if (in.format == format && in.packing == packing && in.tiled_type == tiled_type) return in;
+    if (in.format == k.format && in.pack == k.pack) return in;
   }
   KernelInput in;
-  in.format = format;
-  in.packing = packing;
-  in.tiled_type = tiled_type;
+  in.format = k.format;
+  in.pack = k.pack;
   // Rows of this format prepared for another packing are reused.
   for (const KernelInput& other : inputs) {
-    if (other.format == format) {
+    if (other.format == k.format) {
       in.rows = other.rows;
       in.row_stride = other.row_stride;
       break;
     }
   }
-  if (in.rows == nullptr && format == ActivationFormat::kF32) {
+  if (in.rows == nullptr && k.format == ActivationFormat::kF32) {
     in.rows = reinterpret_cast<const uint8_t*>(x);
     in.row_stride = cols * sizeof(float);
   } else if (in.rows == nullptr) {
-    in.row_stride = activation_row_bytes(format, cols);
+    in.row_stride = activation_row_bytes(k.format, cols);
     in.quantized = AlignedBuffer<uint8_t>(in.row_stride * n_tokens);
     uint8_t* dst = in.quantized.data();
     pool.parallel_for(n_tokens, [&](size_t t, size_t) {
-      quantize_activations(format, x + t * cols, dst + t * in.row_stride, cols);
+      quantize_activations(k.format, x + t * cols, dst + t * in.row_stride, cols);
     });
     in.rows = in.quantized.data();
   }
-  if (packing != Packing::kNone) {
-    in.packed_stride = packing == Packing::kInterleavedK ? cols / kQK_K * sizeof(ActBlockQ8KTiled)
-                                                         : tiled_row_bytes(type, cols);
+  if (k.pack != nullptr) {
+    in.packed_stride = k.packed_row_bytes(cols);
     in.packed = AlignedBuffer<uint8_t>(in.packed_stride * n_tokens);
     uint8_t* dst = in.packed.data();
     pool.parallel_for(n_tokens, [&](size_t t, size_t) {
-      const uint8_t* row = in.rows + t * in.row_stride;
-      if (packing == Packing::kInterleavedK) {
-        dispatch::pack_interleaved_activations(row, cols, dst + t * in.packed_stride);
-      } else {
-        dispatch::pack_tiled_activations(type, row, cols, dst + t * in.packed_stride);
-      }
+      k.pack(in.rows + t * in.row_stride, cols, dst + t * in.packed_stride);
     });
   }
   inputs.push_back(std::move(in));
@@ -115,29 +96,22 @@ const KernelInput& input_for(std::vector<KernelInput>& inputs, ActivationFormat 
 }
 
 // Rows [begin, end) of one product for every token.
-void run_rows(const MatmulProduct& p, bool interleaved_kernel, const KernelInput& in, size_t begin,
+void run_rows(const MatmulProduct& p, const MatmulKernel& k, const KernelInput& in, size_t begin,
               size_t end, size_t n_tokens) {
   const size_t w_stride = row_bytes(p.type, p.cols);
   const uint8_t* weights = static_cast<const uint8_t*>(p.w);
-  if (p.layout == WeightLayout::kRows) {
-    dispatch::matmul_rows(p.type, weights, w_stride, begin, end, p.cols, in.rows, in.row_stride,
-                          in.packed.data(), n_tokens, p.y, p.rows);
-  } else if (interleaved_kernel) {
-    const bool is_packed = in.packing != Packing::kNone;
-    dispatch::matmul_interleaved(
-        p.type, weights, w_stride, begin, end, p.cols, is_packed ? in.packed.data() : in.rows,
-        is_packed ? in.packed_stride : in.row_stride, n_tokens, p.y, p.rows);
-  } else {
-    // No interleaved kernel on this target: read the groups back into GGUF rows.
-    std::vector<uint8_t> group_rows(kInterleaveRows * w_stride);
-    for (size_t g = begin; g < end; g += kInterleaveRows) {
-      for (size_t r = 0; r < kInterleaveRows; ++r) {
-        deinterleave_row(p.type, weights + g * w_stride, p.cols, r,
-                         group_rows.data() + r * w_stride);
-      }
-      dispatch::matmul_rows(p.type, group_rows.data(), w_stride, 0, kInterleaveRows, p.cols,
-                            in.rows, in.row_stride, in.packed.data(), n_tokens, p.y + g, p.rows);
+  if (!k.read_back_groups) {
+    return k.rows(weights, w_stride, begin, end, p.cols, in.act(), in.act_stride(), n_tokens, p.y,
+                  p.rows);
+  }
+  // No interleaved kernel on this target: read the groups back into GGUF rows.
+  std::vector<uint8_t> group_rows(kInterleaveRows * w_stride);
+  for (size_t g = begin; g < end; g += kInterleaveRows) {
+    for (size_t r = 0; r < kInterleaveRows; ++r) {
+      deinterleave_row(p.type, weights + g * w_stride, p.cols, r, group_rows.data() + r * w_stride);
     }
+    k.rows(group_rows.data(), w_stride, 0, kInterleaveRows, p.cols, in.act(), in.act_stride(),
+           n_tokens, p.y + g, p.rows);
   }
 }
 
@@ -173,18 +147,26 @@ void matmul_shared_input(std::span<const MatmulProduct> products, const float* x
   // are one parallel_for.
   struct Plan {
     const MatmulProduct* p;
-    bool interleaved_kernel;
+    const MatmulKernel* kernel;
     const KernelInput* in;
     size_t chunk, first_task;
   };
+  std::vector<MatmulKernel> selected;  // kernels chosen for this call (none for a model's)
+  for (const MatmulProduct& p : products) {
+    if (p.kernel == nullptr) selected.reserve(products.size());  // Plan keeps pointers into it
+  }
   std::vector<KernelInput> inputs;
   inputs.reserve(products.size());  // Plan keeps pointers into it
   std::vector<Plan> plans;
   size_t tasks = 0;
   for (const MatmulProduct& p : products) {
-    const ActivationFormat format = activation_format(p.type);
+    const MatmulKernel* k = p.kernel;
+    if (k == nullptr) {
+      selected.push_back(select_matmul_kernel(p.type, p.layout, p.cols));
+      k = &selected.back();
+    }
     const bool interleaved = p.layout == WeightLayout::kInterleaved;
-    if (format == ActivationFormat::kNone || p.cols != products[0].cols ||
+    if (k->rows == nullptr || p.cols != products[0].cols ||
         p.cols % traits(p.type).block_size != 0 ||
         (interleaved && !can_interleave(p.type, p.rows, p.cols))) {
       // Callers check supports_weight_type and the shape when loading a model; NaN makes a
@@ -192,20 +174,10 @@ void matmul_shared_input(std::span<const MatmulProduct> products, const float* x
       std::fill_n(p.y, p.rows * n_tokens, std::numeric_limits<float>::quiet_NaN());
       continue;
     }
-    const bool interleaved_kernel = interleaved && dispatch::has_interleaved_kernel(p.type);
-    Packing packing = Packing::kNone;
-    if (interleaved_kernel) {
-      if (format == ActivationFormat::kQ8_K) packing = Packing::kInterleavedK;
-    } else if (dispatch::has_tiled_kernel(p.type, p.cols)) {
-      // The tiled kernels beat the per-row ones on one token too (one row at a time; Q4_0 decode
-      // on llama-1b 1.12x in alternating runs), and running them for any token count keeps a
-      // row's result independent of how many tokens share the call.
-      packing = Packing::kTiled;
-    }
-    const KernelInput& in = input_for(inputs, format, packing, p.type, x, p.cols, n_tokens, pool);
+    const KernelInput& in = input_for(inputs, *k, x, p.cols, n_tokens, pool);
     size_t chunk = rows_per_task(p.rows, p.cols, n_tokens, pool.num_threads());
     if (interleaved) chunk = (chunk + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
-    plans.push_back({&p, interleaved_kernel, &in, chunk, tasks});
+    plans.push_back({&p, k, &in, chunk, tasks});
     tasks += (p.rows + chunk - 1) / chunk;
   }
   pool.parallel_for(tasks, [&](size_t task, size_t) {
@@ -214,7 +186,7 @@ void matmul_shared_input(std::span<const MatmulProduct> products, const float* x
     const Plan& plan = plans[i];
     const size_t begin = (task - plan.first_task) * plan.chunk;
     const size_t end = std::min(plan.p->rows, begin + plan.chunk);
-    run_rows(*plan.p, plan.interleaved_kernel, *plan.in, begin, end, n_tokens);
+    run_rows(*plan.p, *plan.kernel, *plan.in, begin, end, n_tokens);
   });
 }
 

@@ -35,54 +35,60 @@ HWY_INLINE void GatherTokenRows(const uint8_t* act, size_t act_stride, const Blo
   for (size_t t = 0; t < kT; ++t) rows[t] = reinterpret_cast<const Block*>(act + t * act_stride);
 }
 
-// out[t] = dot(weight row, activation row t) for t < kT.
-template <size_t kT>
-HWY_INLINE void DotRowTile(DType type, const uint8_t* row, const uint8_t* act, size_t act_stride,
-                           size_t cols, float* out) {
-  const ActBlockQ8* a32[kT];
-  const BlockQ8_K* ak[kT];
-  const float* x = reinterpret_cast<const float*>(act);
-  const size_t x_stride = act_stride / sizeof(float);
-  // Only the pointers of the type's own activation format are ever read.
-  GatherTokenRows<kT>(act, act_stride, a32);
-  GatherTokenRows<kT>(act, act_stride, ak);
-  switch (type) {
-    // F32 never gets here: MatmulRows sums it in the fixed orders (dot_f32_ordered-inl.h).
-    case DType::kF16:
-      return DotFloatTile<kT>(F16Weights{reinterpret_cast<const hwy::float16_t*>(row)}, x, x_stride,
-                              cols, out);
-    case DType::kBF16:
-      return DotFloatTile<kT>(BF16Weights{reinterpret_cast<const uint16_t*>(row)}, x, x_stride,
-                              cols, out);
-    case DType::kQ4_0:
-      return DotQ32<Q4_0Format, kT>(row, a32, cols / kQK32, out);
-    case DType::kQ4_1:
-      return DotQ32<Q4_1Format, kT>(row, a32, cols / kQK32, out);
-    case DType::kQ5_0:
-      return DotQ32<Q5_0Format, kT>(row, a32, cols / kQK32, out);
-    case DType::kQ5_1:
-      return DotQ32<Q5_1Format, kT>(row, a32, cols / kQK32, out);
-    case DType::kQ8_0:
-      return DotQ32<Q8_0Format, kT>(row, a32, cols / kQK32, out);
-    case DType::kQ2_K:
-      return DotK<DType::kQ2_K, kT>(row, ak, cols / kQK_K, out);
-    case DType::kQ3_K:
-      return DotK<DType::kQ3_K, kT>(row, ak, cols / kQK_K, out);
-    case DType::kQ4_K:
-      return DotK<DType::kQ4_K, kT>(row, ak, cols / kQK_K, out);
-    case DType::kQ5_K:
-      return DotK<DType::kQ5_K, kT>(row, ak, cols / kQK_K, out);
-    case DType::kQ6_K:
-      return DotK<DType::kQ6_K, kT>(row, ak, cols / kQK_K, out);
-    default:
-      for (size_t t = 0; t < kT; ++t) out[t] = std::numeric_limits<float>::quiet_NaN();
-  }
+// The per-row kernels, one per weight type with the type fixed at compile time: Y[t][r] for r in
+// [row_begin, row_end) and every token, tiles of kMaxTileTokens tokens (each weight block is
+// unpacked once per tile). Signature of MatmulKernel::RowsFn.
+template <class Format>
+void RowsQ32(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
+             const uint8_t* act, size_t act_stride, size_t n_tokens, float* y, size_t y_stride) {
+  ForEachRowTokenTile(row_begin, row_end, n_tokens, y, y_stride,
+                      [&]<size_t kT>(size_t r, size_t t0, float* out) {
+                        const ActBlockQ8* a[kT];
+                        GatherTokenRows<kT>(act + t0 * act_stride, act_stride, a);
+                        DotQ32<Format, kT>(w + r * w_stride, a, cols / kQK32, out);
+                      });
+}
+
+template <DType kType>
+void RowsK(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
+           const uint8_t* act, size_t act_stride, size_t n_tokens, float* y, size_t y_stride) {
+  ForEachRowTokenTile(row_begin, row_end, n_tokens, y, y_stride,
+                      [&]<size_t kT>(size_t r, size_t t0, float* out) {
+                        const BlockQ8_K* a[kT];
+                        GatherTokenRows<kT>(act + t0 * act_stride, act_stride, a);
+                        DotK<kType, kT>(w + r * w_stride, a, cols / kQK_K, out);
+                      });
+}
+
+// F16 and BF16 rows with f32 activations.
+template <class Weights, class Element>
+void RowsFloat(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
+               const uint8_t* act, size_t act_stride, size_t n_tokens, float* y, size_t y_stride) {
+  ForEachRowTokenTile(
+      row_begin, row_end, n_tokens, y, y_stride, [&]<size_t kT>(size_t r, size_t t0, float* out) {
+        DotFloatTile<kT>(Weights{reinterpret_cast<const Element*>(w + r * w_stride)},
+                         reinterpret_cast<const float*>(act + t0 * act_stride),
+                         act_stride / sizeof(float), cols, out);
+      });
+}
+
+// F32 sums in the fixed orders of dot_f32_ordered-inl.h.
+void RowsF32(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
+             const uint8_t* act, size_t act_stride, size_t n_tokens, float* y, size_t y_stride) {
+  MatmulRowsF32(reinterpret_cast<const float*>(w), row_begin, row_end, cols,
+                reinterpret_cast<const float*>(act), n_tokens, y, y_stride);
 }
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // The register-tiled kernels, each with its packed activation unit (Act) and the elements one
 // unit covers.
 #if HWY_TARGET == HWY_AVX3_DL
+// One token's ActBlockQ8 row as the pairs the tiled Q32 kernels read (MatmulKernel::PackFn).
+void PackPairs(const uint8_t* act, size_t cols, uint8_t* dst) {
+  PackActPairs(reinterpret_cast<const ActBlockQ8*>(act), cols / kQK32,
+               reinterpret_cast<ActPairQ8*>(dst));
+}
+
 template <class Format>
 struct Q32Tile {
   using Act = ActPairQ8;
@@ -134,16 +140,15 @@ HWY_INLINE void RunTile(size_t tile, const uint8_t* w, size_t w_stride,
 // Rows [row_begin, row_end) for every token from packed activations (Tile::Act units), 4 rows by
 // kMaxTileTokens tokens at a time.
 template <class Tile>
-void MatmulRowsTiled(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
-                     size_t cols, const uint8_t* packed, size_t n_tokens, float* y,
-                     size_t y_stride) {
+void RowsTiled(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
+               const uint8_t* packed, size_t packed_stride, size_t n_tokens, float* y,
+               size_t y_stride) {
   using Act = typename Tile::Act;
   // One token (decode) is bound by the weight stream, not by compute: one row at a time keeps a
   // single sequential stream per thread, which the hardware prefetcher follows better than four
   // interleaved ones (measured on matvec 2048 x 8192 Q4_K/Q6_K).
   const size_t tile_rows = n_tokens == 1 ? 1 : 4;
   const size_t units = cols / Tile::kElements;
-  const size_t packed_stride = units * sizeof(Act);
   float out[4 * kMaxTileTokens];
   for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
     const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
@@ -176,8 +181,7 @@ void MatmulRowsTiled(const uint8_t* w, size_t w_stride, size_t row_begin, size_t
 }
 #endif  // HWY_AVX3 || HWY_AVX3_DL
 
-// True if this target has a register-tiled kernel for the type and row length (which then reads
-// activations packed by PackTiledActivations, tiled_row_bytes per token).
+// True if this target has a register-tiled kernel for the type and row length.
 bool HasTiledKernel(DType type, size_t cols) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) {
@@ -195,75 +199,7 @@ bool HasTiledKernel(DType type, size_t cols) {
 #endif
 }
 
-// One token's quantized activation row (cols elements: ActBlockQ8 or BlockQ8_K) to the layout
-// the type's tiled kernel reads.
-void PackTiledActivations(DType type, const uint8_t* act, size_t cols, uint8_t* dst) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K) {
-    return PackActK(type != DType::kQ6_K, reinterpret_cast<const BlockQ8_K*>(act), cols / kQK_K,
-                    reinterpret_cast<ActBlockQ8KTiled*>(dst));
-  }
-#endif
-#if HWY_TARGET == HWY_AVX3_DL
-  PackActPairs(reinterpret_cast<const ActBlockQ8*>(act), cols / kQK32,
-               reinterpret_cast<ActPairQ8*>(dst));
-#else
-  (void)type;
-  (void)act;
-  (void)cols;
-  (void)dst;
-#endif
-}
-
-// Y[t][r] for r in [row_begin, row_end) and every token, tiles of kMaxTileTokens tokens: each
-// weight block is unpacked once per tile.
-// With `packed` (activations from PackTiledActivations, when HasTiledKernel) the tiled kernel
-// runs instead.
-void MatmulRows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
-                size_t cols, const uint8_t* act, size_t act_stride, const uint8_t* packed,
-                size_t n_tokens, float* y, size_t y_stride) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (packed != nullptr) {
-    switch (type) {
-      case DType::kQ4_K:
-        return MatmulRowsTiled<Q45KTile<BlockQ4_K>>(w, w_stride, row_begin, row_end, cols, packed,
-                                                    n_tokens, y, y_stride);
-      case DType::kQ5_K:
-        return MatmulRowsTiled<Q45KTile<BlockQ5_K>>(w, w_stride, row_begin, row_end, cols, packed,
-                                                    n_tokens, y, y_stride);
-      case DType::kQ6_K:
-        return MatmulRowsTiled<Q6KTile>(w, w_stride, row_begin, row_end, cols, packed, n_tokens, y,
-                                        y_stride);
-#if HWY_TARGET == HWY_AVX3_DL
-      case DType::kQ4_0:
-        return MatmulRowsTiled<Q32Tile<Q4_0Format>>(w, w_stride, row_begin, row_end, cols, packed,
-                                                    n_tokens, y, y_stride);
-      case DType::kQ5_0:
-        return MatmulRowsTiled<Q32Tile<Q5_0Format>>(w, w_stride, row_begin, row_end, cols, packed,
-                                                    n_tokens, y, y_stride);
-      case DType::kQ8_0:
-        return MatmulRowsTiled<Q32Tile<Q8_0Format>>(w, w_stride, row_begin, row_end, cols, packed,
-                                                    n_tokens, y, y_stride);
-#endif
-      default:
-        break;  // HasTiledKernel said no; never packed
-    }
-  }
-#else
-  (void)packed;
-#endif
-  if (type == DType::kF32) {
-    return MatmulRowsF32(reinterpret_cast<const float*>(w), row_begin, row_end, cols,
-                         reinterpret_cast<const float*>(act), n_tokens, y, y_stride);
-  }
-  ForEachRowTokenTile(
-      row_begin, row_end, n_tokens, y, y_stride, [&]<size_t kT>(size_t r, size_t t0, float* out) {
-        DotRowTile<kT>(type, w + r * w_stride, act + t0 * act_stride, act_stride, cols, out);
-      });
-}
-
-// True if this target has an interleaved-layout kernel for the type (interleave.h). The K types
-// then read activations packed by PackInterleavedActivations; Q4_0 and Q8_0 read ActBlockQ8 rows.
+// True if this target has an interleaved-layout kernel for the type (interleave.h).
 bool HasInterleavedKernel(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
   return type == DType::kQ4_0 || type == DType::kQ8_0 || type == DType::kQ4_K ||
@@ -274,19 +210,16 @@ bool HasInterleavedKernel(DType type) {
 #endif
 }
 
-// One token's BlockQ8_K row in the natural element order, with the sums the K kernels need.
-void PackInterleavedActivations(const uint8_t* act, size_t cols, uint8_t* dst) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-  PackActK(/*q45_order=*/false, reinterpret_cast<const BlockQ8_K*>(act), cols / kQK_K,
+// One token's BlockQ8_K row packed with the sums the K kernels need: in the order the tiled
+// Q4_K/Q5_K kernels read, or in the natural element order (tiled Q6_K, interleaved K kernels).
+// Signature of MatmulKernel::PackFn.
+template <bool kQ45Order>
+void PackK(const uint8_t* act, size_t cols, uint8_t* dst) {
+  PackActK(kQ45Order, reinterpret_cast<const BlockQ8_K*>(act), cols / kQK_K,
            reinterpret_cast<ActBlockQ8KTiled*>(dst));
-#else
-  (void)act;
-  (void)cols;
-  (void)dst;
-#endif
 }
 
-#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 template <class F, size_t... kTs>
 HWY_INLINE void CallWithTokenCount(size_t n, const F& f, std::index_sequence<kTs...>) {
   (void)((n == kTs + 1 ? (f.template operator()<kTs + 1>(), true) : false) || ...);
@@ -313,47 +246,170 @@ HWY_INLINE void ForEachGroupTile(const uint8_t* w, size_t w_stride, size_t row_b
     }
   }
 }
+
+// The interleaved kernels: rows [row_begin, row_end) (whole groups) for every token, from the
+// ActBlockQ8 rows (Q4_0, Q8_0) or the PackK<false> rows (K types). Signature of
+// MatmulKernel::RowsFn.
+template <bool kQ8>
+void InterleavedQ32(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
+                    size_t cols, const uint8_t* act, size_t act_stride, size_t n_tokens, float* y,
+                    size_t y_stride) {
+  const size_t blocks = cols / kQK32;
+  ForEachGroupTile<ActBlockQ8, kMaxGroupTokens>(
+      w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y, y_stride,
+      [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
+        GroupQ32<kT, kQ8>(g, blocks, a, out, y_stride);
+      });
+}
+
+template <DType kType>
+void InterleavedK(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
+                  const uint8_t* act, size_t act_stride, size_t n_tokens, float* y,
+                  size_t y_stride) {
+  const size_t blocks = cols / kQK_K;
+  ForEachGroupTile<ActBlockQ8KTiled, kMaxGroupTokensK>(
+      w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y, y_stride,
+      [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
+        if constexpr (kType == DType::kQ4_K) {
+          GroupQ4K<kT>(g, blocks, a, out, y_stride);
+        } else {
+          GroupQ6K<kT>(g, blocks, a, out, y_stride);
+        }
+      });
+}
 #endif  // HWY_AVX3_DL || HWY_AVX3 || HWY_AVX2
 
-// Rows [row_begin, row_end) (whole groups) of an interleaved matrix for every token. `act` is
-// the ActBlockQ8 rows (Q4_0, Q8_0) or the PackInterleavedActivations rows (K types).
-void MatmulInterleaved(DType type, const uint8_t* w, size_t w_stride, size_t row_begin,
-                       size_t row_end, size_t cols, const uint8_t* act, size_t act_stride,
-                       size_t n_tokens, float* y, size_t y_stride) {
+// The interleaved kernel for the type, where this target has one.
+bool SelectInterleavedKernel(DType type, MatmulKernel& k) {
+  if (!HasInterleavedKernel(type)) return false;
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-  const size_t blocks = cols / traits(type).block_size;
-  auto groups = [&]<class Act, size_t kMaxTokens = kMaxGroupTokens>(const auto& kernel) {
-    ForEachGroupTile<Act, kMaxTokens>(w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y,
-                                      y_stride, kernel);
-  };
   switch (type) {
     case DType::kQ4_0:
-      return groups.template operator()<ActBlockQ8>(
-          [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
-            GroupQ32<kT, false>(g, blocks, a, out, y_stride);
-          });
+      k.rows = &InterleavedQ32<false>;
+      return true;
     case DType::kQ8_0:
-      return groups.template operator()<ActBlockQ8>(
-          [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
-            GroupQ32<kT, true>(g, blocks, a, out, y_stride);
-          });
+      k.rows = &InterleavedQ32<true>;
+      return true;
     case DType::kQ4_K:
-      return groups.template operator()<ActBlockQ8KTiled, kMaxGroupTokensK>(
-          [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
-            GroupQ4K<kT>(g, blocks, a, out, y_stride);
-          });
     case DType::kQ6_K:
-      return groups.template operator()<ActBlockQ8KTiled, kMaxGroupTokensK>(
-          [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
-            GroupQ6K<kT>(g, blocks, a, out, y_stride);
-          });
+      k.rows = type == DType::kQ4_K ? &InterleavedK<DType::kQ4_K> : &InterleavedK<DType::kQ6_K>;
+      k.pack = &PackK<false>;
+      k.pack_unit_elements = kQK_K;
+      k.pack_unit_bytes = sizeof(ActBlockQ8KTiled);
+      return true;
     default:
-      break;  // HasInterleavedKernel said no
+      break;
   }
-#else
-  (void)type, (void)w, (void)w_stride, (void)row_begin, (void)row_end, (void)cols, (void)act;
-  (void)act_stride, (void)n_tokens, (void)y, (void)y_stride;
 #endif
+  return false;
+}
+
+// The register-tiled kernel for the type and row length, where this target has one. The tiled
+// kernels beat the per-row ones on one token too (one row at a time; Q4_0 decode on llama-1b
+// 1.12x in alternating runs), and running them for any token count keeps a row's result
+// independent of how many tokens share the call.
+bool SelectTiledKernel(DType type, size_t cols, MatmulKernel& k) {
+  if (!HasTiledKernel(type, cols)) return false;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  k.pack_unit_elements = kQK_K;
+  k.pack_unit_bytes = sizeof(ActBlockQ8KTiled);
+  switch (type) {
+    case DType::kQ4_K:
+      k.rows = &RowsTiled<Q45KTile<BlockQ4_K>>;
+      k.pack = &PackK<true>;
+      return true;
+    case DType::kQ5_K:
+      k.rows = &RowsTiled<Q45KTile<BlockQ5_K>>;
+      k.pack = &PackK<true>;
+      return true;
+    case DType::kQ6_K:
+      k.rows = &RowsTiled<Q6KTile>;
+      k.pack = &PackK<false>;
+      return true;
+    default:
+      break;
+  }
+#endif
+#if HWY_TARGET == HWY_AVX3_DL
+  k.pack_unit_elements = 2 * kQK32;
+  k.pack_unit_bytes = sizeof(ActPairQ8);
+  k.pack = &PackPairs;
+  switch (type) {
+    case DType::kQ4_0:
+      k.rows = &RowsTiled<Q32Tile<Q4_0Format>>;
+      return true;
+    case DType::kQ5_0:
+      k.rows = &RowsTiled<Q32Tile<Q5_0Format>>;
+      return true;
+    case DType::kQ8_0:
+      k.rows = &RowsTiled<Q32Tile<Q8_0Format>>;
+      return true;
+    default:
+      break;
+  }
+#endif
+  return false;
+}
+
+// The per-row kernel for the type.
+void SelectRowsKernel(DType type, MatmulKernel& k) {
+  switch (type) {
+    case DType::kF32:
+      k.rows = &RowsF32;
+      break;
+    case DType::kF16:
+      k.rows = &RowsFloat<F16Weights, hwy::float16_t>;
+      break;
+    case DType::kBF16:
+      k.rows = &RowsFloat<BF16Weights, uint16_t>;
+      break;
+    case DType::kQ4_0:
+      k.rows = &RowsQ32<Q4_0Format>;
+      break;
+    case DType::kQ4_1:
+      k.rows = &RowsQ32<Q4_1Format>;
+      break;
+    case DType::kQ5_0:
+      k.rows = &RowsQ32<Q5_0Format>;
+      break;
+    case DType::kQ5_1:
+      k.rows = &RowsQ32<Q5_1Format>;
+      break;
+    case DType::kQ8_0:
+      k.rows = &RowsQ32<Q8_0Format>;
+      break;
+    case DType::kQ2_K:
+      k.rows = &RowsK<DType::kQ2_K>;
+      break;
+    case DType::kQ3_K:
+      k.rows = &RowsK<DType::kQ3_K>;
+      break;
+    case DType::kQ4_K:
+      k.rows = &RowsK<DType::kQ4_K>;
+      break;
+    case DType::kQ5_K:
+      k.rows = &RowsK<DType::kQ5_K>;
+      break;
+    case DType::kQ6_K:
+      k.rows = &RowsK<DType::kQ6_K>;
+      break;
+    default:
+      break;
+  }
+}
+
+// The one place a matrix's kernel is chosen (select_matmul_kernel).
+MatmulKernel SelectMatmulKernel(DType type, WeightLayout layout, size_t cols) {
+  MatmulKernel k;
+  k.type = type;
+  k.layout = layout;
+  k.format = activation_format(type);
+  if (k.format == ActivationFormat::kNone) return k;
+  if (layout == WeightLayout::kInterleaved && SelectInterleavedKernel(type, k)) return k;
+  // No interleaved kernel on this target: the groups are read back into GGUF rows.
+  k.read_back_groups = layout == WeightLayout::kInterleaved;
+  if (!SelectTiledKernel(type, cols, k)) SelectRowsKernel(type, k);
+  return k;
 }
 
 // The target this code was compiled for; reports which one dispatch picked.
@@ -365,46 +421,20 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace strata::kernels {
 
-HWY_EXPORT(MatmulRows);
-HWY_EXPORT(MatmulInterleaved);
+HWY_EXPORT(SelectMatmulKernel);
 HWY_EXPORT(HasInterleavedKernel);
-HWY_EXPORT(PackInterleavedActivations);
-HWY_EXPORT(HasTiledKernel);
-HWY_EXPORT(PackTiledActivations);
 HWY_EXPORT(QuantizeActivations);
 HWY_EXPORT(TargetName);
 
 namespace dispatch {
 
-void matmul_rows(DType type, const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
-                 size_t cols, const uint8_t* act, size_t act_stride, const uint8_t* packed,
-                 size_t n_tokens, float* y, size_t y_stride) {
-  HWY_DYNAMIC_DISPATCH(MatmulRows)
-  (type, w, w_stride, row_begin, row_end, cols, act, act_stride, packed, n_tokens, y, y_stride);
-}
-
-void matmul_interleaved(DType type, const uint8_t* w, size_t w_stride, size_t row_begin,
-                        size_t row_end, size_t cols, const uint8_t* act, size_t act_stride,
-                        size_t n_tokens, float* y, size_t y_stride) {
-  HWY_DYNAMIC_DISPATCH(MatmulInterleaved)
-  (type, w, w_stride, row_begin, row_end, cols, act, act_stride, n_tokens, y, y_stride);
-}
-
 bool has_interleaved_kernel(DType type) { return HWY_DYNAMIC_DISPATCH(HasInterleavedKernel)(type); }
 
-void pack_interleaved_activations(const uint8_t* act, size_t cols, uint8_t* dst) {
-  HWY_DYNAMIC_DISPATCH(PackInterleavedActivations)(act, cols, dst);
-}
-
-bool has_tiled_kernel(DType type, size_t cols) {
-  return HWY_DYNAMIC_DISPATCH(HasTiledKernel)(type, cols);
-}
-
-void pack_tiled_activations(DType type, const uint8_t* act, size_t cols, uint8_t* dst) {
-  HWY_DYNAMIC_DISPATCH(PackTiledActivations)(type, act, cols, dst);
-}
-
 }  // namespace dispatch
+
+MatmulKernel select_matmul_kernel(DType type, WeightLayout layout, size_t cols) {
+  return HWY_DYNAMIC_DISPATCH(SelectMatmulKernel)(type, layout, cols);
+}
 
 void quantize_activations(ActivationFormat format, const float* x, void* dst, size_t n) {
   HWY_DYNAMIC_DISPATCH(QuantizeActivations)

@@ -1,6 +1,5 @@
 #include "kv/attend.h"
 
-#include <cmath>
 #include <vector>
 
 #include "kv/paged_attention.h"
@@ -12,9 +11,8 @@ constexpr size_t kMinParallelAttentionWork = size_t{1} << 15;
 }  // namespace
 
 void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
-            const float* q, float* out, ThreadPool& pool) {
+            float scale, const float* q, float* out, ThreadPool& pool) {
   const size_t head_dim = cache.shape().head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const size_t group = n_heads / cache.shape().n_kv_heads;
   // A task is `heads` adjacent query heads of one KV head (grouped-query attention): they read
   // each key and value row once, and their accumulator chains overlap. Whole groups, unless that

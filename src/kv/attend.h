@@ -20,9 +20,9 @@ struct QueryPos {
 };
 
 // q and out are [queries][n_heads][head_dim]; query head h reads KV head h / (n_heads /
-// n_kv_heads). Every position a query reads must already be written. Any thread count gives the
-// same bits.
+// n_kv_heads); scores are scale * q·k (the layer's attention scale, usually 1/sqrt(head_dim)).
+// Every position a query reads must already be written. Any thread count gives the same bits.
 void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
-            const float* q, float* out, ThreadPool& pool);
+            float scale, const float* q, float* out, ThreadPool& pool);
 
 }  // namespace strata::kv

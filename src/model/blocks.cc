@@ -10,7 +10,8 @@
 namespace strata::model {
 
 void linear(const Matrix& w, const float* x, size_t n_tokens, float* out, ThreadPool& pool) {
-  kernels::matmul(w.type, w.layout, w.data, w.rows, w.cols, x, n_tokens, out, pool);
+  const kernels::MatmulProduct product{w.type, w.layout, w.data, w.rows, w.cols, out, &w.kernel};
+  kernels::matmul_shared_input({&product, 1}, x, n_tokens, pool);
 }
 
 void linear_shared_input(std::initializer_list<LinearOutput> outputs, const float* x,
@@ -18,7 +19,7 @@ void linear_shared_input(std::initializer_list<LinearOutput> outputs, const floa
   std::vector<kernels::MatmulProduct> products;
   products.reserve(outputs.size());
   for (const LinearOutput& o : outputs) {
-    products.push_back({o.w.type, o.w.layout, o.w.data, o.w.rows, o.w.cols, o.out});
+    products.push_back({o.w.type, o.w.layout, o.w.data, o.w.rows, o.w.cols, o.out, &o.w.kernel});
   }
   kernels::matmul_shared_input(products, x, n_tokens, pool);
 }
@@ -37,8 +38,20 @@ void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t
     kernels::rms_norm(x + t * n, weight.data(), out + t * n, n, eps);
 }
 
+void norm_rows(const LayerSpec& spec, const float* x, const Vector& weight, size_t n_tokens,
+               size_t n, float* out) {
+  // NormKind::kLayer never gets here: check_supported refuses it at load.
+  rms_norm_rows(x, weight, n_tokens, n, spec.norm_eps, out);
+}
+
 void add_bias_rows(float* x, const Vector& bias, size_t n_tokens) {
+  if (bias.size() == 0) return;
   for (size_t t = 0; t < n_tokens; ++t) kernels::add(x + t * bias.size(), bias.data(), bias.size());
+}
+
+void soft_cap(float* x, size_t n, float cap) {
+  if (cap == 0) return;
+  for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
 void rms_norm_heads(float* x, const Vector& weight, size_t n_tokens, size_t n_heads,
@@ -68,10 +81,10 @@ void rotate_head(float* x, const float* cos_theta, const float* sin_theta, size_
 
 }  // namespace
 
-void apply_rope(const ModelConfig& c, const Vector& freq_factors, const Batch& batch, float* q,
-                float* k) {
-  const size_t half = c.rope_dims / 2;
-  const float theta_scale = std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.rope_dims));
+void apply_rope(const LayerSpec& s, const ModelConfig& c, const Vector& freq_factors,
+                const Batch& batch, float* q, float* k) {
+  const size_t half = s.rope_dims / 2;
+  const float theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.rope_dims));
   std::vector<float> cos_theta(half), sin_theta(half);
   for (size_t t = 0; t < batch.size(); ++t) {
     // theta_i = pos * base^(-2i/d), built by repeated multiplication as GGML does, so positions
@@ -79,23 +92,23 @@ void apply_rope(const ModelConfig& c, const Vector& freq_factors, const Batch& b
     float theta = static_cast<float>(batch[t].pos);
     for (size_t i = 0; i < half; ++i) {
       const float ff = freq_factors.size() ? freq_factors[i] : 1.0f;
-      const float angle = c.rope_freq_scale * theta / ff;
+      const float angle = s.rope_freq_scale * theta / ff;
       cos_theta[i] = std::cos(angle);
       sin_theta[i] = std::sin(angle);
       theta *= theta_scale;
     }
     for (size_t h = 0; h < c.n_heads; ++h) {
       rotate_head(q + (t * c.n_heads + h) * c.head_dim, cos_theta.data(), sin_theta.data(),
-                  c.rope_dims, c.rope_style);
+                  s.rope_dims, s.rope_style);
     }
     for (size_t h = 0; h < c.n_kv_heads; ++h) {
       rotate_head(k + (t * c.n_kv_heads + h) * c.head_dim, cos_theta.data(), sin_theta.data(),
-                  c.rope_dims, c.rope_style);
+                  s.rope_dims, s.rope_style);
     }
   }
 }
 
-void attention(const ModelConfig& c, size_t layer, const Batch& batch, const float* q,
+void attention(const ModelConfig& c, size_t layer, float scale, const Batch& batch, const float* q,
                const float* k, const float* v, kv::KvCache& cache, float* out, ThreadPool& pool) {
   // Every position of the batch is stored first, so an entry attends to the earlier entries of
   // its own sequence in this batch as well as to the cache.
@@ -104,7 +117,7 @@ void attention(const ModelConfig& c, size_t layer, const Batch& batch, const flo
     cache.write(batch[t].seq, batch[t].pos, layer, k + t * c.kv_dim(), v + t * c.kv_dim());
     queries[t] = {batch[t].seq, batch[t].pos};
   }
-  kv::attend(cache, layer, queries, c.n_heads, q, out, pool);
+  kv::attend(cache, layer, queries, c.n_heads, scale, q, out, pool);
 }
 
 void swiglu_rows(float* gate, const float* up, size_t n_tokens, size_t n) {

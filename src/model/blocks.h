@@ -28,26 +28,35 @@ void linear_shared_input(std::initializer_list<LinearOutput> outputs, const floa
 // x[t] = token_embd[batch[t].token]: [T][n_embd]
 void embed_tokens(const Matrix& token_embd, const Batch& batch, float* x);
 
-// out[t] = RMSNorm(x[t]) * weight, row by row: [T][n]
+// out[t] = RMSNorm(x[t]) * weight, row by row: [T][n] (out may be x)
 void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t n, float eps,
                    float* out);
 
-// x[t][j] += bias[j]: [T][n]
+// out[t] = the layer's norm (spec.norm, spec.norm_eps) of x[t], times weight: [T][n]. Only
+// RMSNorm is implemented; read_config's caller refuses the others (check_supported).
+void norm_rows(const LayerSpec& spec, const float* x, const Vector& weight, size_t n_tokens,
+               size_t n, float* out);
+
+// x[t][j] += bias[j]: [T][n]; nothing for an absent (empty) bias.
 void add_bias_rows(float* x, const Vector& bias, size_t n_tokens);
+
+// x[i] = cap * tanh(x[i] / cap) for i in [0, n) (Gemma 2's logit soft-capping); nothing for cap 0.
+void soft_cap(float* x, size_t n, float cap);
 
 // Per-head RMSNorm (Qwen3's q_norm/k_norm): each [head_dim] slice of x[t] normalized and scaled.
 void rms_norm_heads(float* x, const Vector& weight, size_t n_tokens, size_t n_heads,
                     size_t head_dim, float eps);
 
 // Rotary position embedding of q [T][n_heads][head_dim] and k [T][n_kv_heads][head_dim] at each
-// entry's position: pair i of rope_dims rotates by theta = freq_scale * pos * base^(-2i/rope_dims)
-// / freq_factor[i], pairs chosen by the rope style.
-void apply_rope(const ModelConfig& c, const Vector& freq_factors, const Batch& batch, float* q,
-                float* k);
+// entry's position, with the layer's RoPE (spec.rope_*): pair i of rope_dims rotates by theta =
+// freq_scale * pos * base^(-2i/rope_dims) / freq_factor[i], pairs chosen by the rope style.
+void apply_rope(const LayerSpec& spec, const ModelConfig& c, const Vector& freq_factors,
+                const Batch& batch, float* q, float* k);
 
 // Writes k, v [T][kv_dim] into the cache, then for each entry and head attends over positions
-// [0, pos]: out [T][q_dim]. Query head h reads KV head h / (n_heads / n_kv_heads).
-void attention(const ModelConfig& c, size_t layer, const Batch& batch, const float* q,
+// [0, pos] with scores scale * q·k: out [T][q_dim]. Query head h reads KV head
+// h / (n_heads / n_kv_heads).
+void attention(const ModelConfig& c, size_t layer, float scale, const Batch& batch, const float* q,
                const float* k, const float* v, kv::KvCache& cache, float* out, ThreadPool& pool);
 
 // gate[t] = silu(gate[t]) * up[t]: [T][n]

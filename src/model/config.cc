@@ -1,11 +1,14 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 
 #include "gguf/names.h"
+#include "model/architectures.h"
 
 namespace strata::model {
 namespace {
@@ -23,10 +26,6 @@ constexpr int64_t kMaxContext = int64_t{1} << 30;
 // Token ids are int32 and the reader holds at most 2^24 metadata values, so a larger vocabulary
 // could not come with its tokenizer.ggml.tokens anyway.
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
-// Tensors every block of every supported architecture has: attn_norm, attn_q/k/v/output,
-// ffn_norm, ffn_gate/up/down. A block_count the tensor table cannot back is refused before the
-// per-block weight table is sized from it.
-constexpr size_t kMinTensorsPerBlock = 9;
 
 Error invalid(std::string message) {
   return make_error(ErrorCode::kInvalidFile, std::move(message));
@@ -94,46 +93,24 @@ Result<float> positive_float(const gguf::File& file, const std::string& key, flo
   return f;
 }
 
-}  // namespace
-
-const char* architecture_name(Architecture arch) {
-  switch (arch) {
-    case Architecture::kLlama:
-      return "llama";
-    case Architecture::kQwen2:
-      return "qwen2";
-    case Architecture::kQwen3:
-      return "qwen3";
-  }
-  return "?";
+// Tensors of block 0 (blk.0.*): a block_count the tensor table cannot back at that many per
+// block is refused before the per-block weight table is sized from it.
+size_t block0_tensors(const gguf::File& file) {
+  size_t n = 0;
+  for (const gguf::TensorInfo& t : file.tensors())
+    n += std::string_view(t.name).starts_with("blk.0.");
+  return n;
 }
 
-Result<ModelConfig> read_config(const gguf::File& file) {
-  ModelConfig c;
-  std::optional<std::string> arch = file.get_string("general.architecture");
-  if (!arch) return invalid("missing metadata key general.architecture");
-  c.arch_name = *arch;
-  if (*arch == "llama") {
-    c.arch = Architecture::kLlama;
-  } else if (*arch == "qwen2") {
-    c.arch = Architecture::kQwen2;
-    c.rope_style = RopeStyle::kNeox;
-  } else if (*arch == "qwen3") {
-    c.arch = Architecture::kQwen3;
-    c.rope_style = RopeStyle::kNeox;
-  } else {
-    return make_error(ErrorCode::kUnsupported, "unsupported architecture " +
-                                                   gguf::quoted_name(*arch) +
-                                                   " (supported: llama, qwen2, qwen3)");
-  }
-  const std::string p = *arch + ".";
+// The sizes: embedding, blocks, feed-forward, heads, context, experts.
+Status read_sizes(const gguf::File& file, const std::string& p, ModelConfig& c) {
   STRATA_ASSIGN_OR_RETURN(c.n_embd, require_count(file, p + "embedding_length", kMaxEmbedding));
   STRATA_ASSIGN_OR_RETURN(c.n_layers, require_count(file, p + "block_count", kMaxBlocks));
-  if (c.n_layers > file.tensors().size() / kMinTensorsPerBlock) {
+  const size_t per_block = std::max<size_t>(block0_tensors(file), 1);
+  if (c.n_layers > file.tensors().size() / per_block) {
     return invalid("metadata key " + p + "block_count is " + std::to_string(c.n_layers) +
                    " but the file has only " + std::to_string(file.tensors().size()) +
-                   " tensors (each block needs at least " + std::to_string(kMinTensorsPerBlock) +
-                   "; file corrupt)");
+                   " tensors (block 0 has " + std::to_string(per_block) + "; file corrupt)");
   }
   STRATA_ASSIGN_OR_RETURN(c.n_ff, require_count(file, p + "feed_forward_length", kMaxFeedForward));
   STRATA_ASSIGN_OR_RETURN(c.n_heads, require_count(file, p + "attention.head_count", kMaxHeads));
@@ -152,19 +129,26 @@ Result<ModelConfig> read_config(const gguf::File& file) {
   }
   STRATA_ASSIGN_OR_RETURN(c.head_dim, optional_count(file, p + "attention.key_length", kMaxHeadDim,
                                                      c.n_embd / c.n_heads));
+  STRATA_ASSIGN_OR_RETURN(c.n_experts, optional_count(file, p + "expert_count", kMaxHeads, 0));
+  if (c.n_experts > 0) {
+    STRATA_ASSIGN_OR_RETURN(c.n_experts_used,
+                            optional_count(file, p + "expert_used_count", kMaxHeads, 1));
+    STRATA_ASSIGN_OR_RETURN(c.n_ff_expert, optional_count(file, p + "expert_feed_forward_length",
+                                                          kMaxFeedForward, c.n_ff));
+  }
+  return ok_status();
+}
+
+// RoPE: rotated dimensions, base, and scaling.
+Status read_rope(const gguf::File& file, const std::string& p, ModelConfig& c) {
   STRATA_ASSIGN_OR_RETURN(
       c.rope_dims, optional_count(file, p + "rope.dimension_count", kMaxHeadDim, c.head_dim));
   if (c.rope_dims > c.head_dim || c.rope_dims % 2 != 0) {
     return invalid("rope.dimension_count " + std::to_string(c.rope_dims) +
                    " must be even and at most the head size " + std::to_string(c.head_dim));
   }
-  // A norm epsilon of 1 or more is no longer a guard against division by zero but a different
-  // model.
-  STRATA_ASSIGN_OR_RETURN(
-      c.rms_eps, positive_float(file, p + "attention.layer_norm_rms_epsilon", c.rms_eps, 1.0f));
   STRATA_ASSIGN_OR_RETURN(c.rope_freq_base,
                           positive_float(file, p + "rope.freq_base", c.rope_freq_base));
-
   const gguf::Value* scaling_value = file.find(p + "rope.scaling.type");
   std::string scaling = "none";
   if (scaling_value != nullptr) {
@@ -189,7 +173,10 @@ Result<ModelConfig> read_config(const gguf::File& file) {
                                                    gguf::quoted_name(scaling) +
                                                    " (supported: none, linear)");
   }
+  return ok_status();
+}
 
+Status read_vocab(const gguf::File& file, const std::string& p, ModelConfig& c) {
   if (const gguf::Value* tokens = file.find("tokenizer.ggml.tokens");
       tokens && tokens->as_array()) {
     c.n_vocab = tokens->as_array()->values.size();
@@ -201,7 +188,103 @@ Result<ModelConfig> read_config(const gguf::File& file) {
     return invalid("the vocabulary size is unknown: neither tokenizer.ggml.tokens nor " + p +
                    "vocab_size is present");
   }
+  return ok_status();
+}
+
+// One LayerSpec per block: the architecture's defaults, then what the metadata says.
+Status fill_layer_specs(const gguf::File& file, const std::string& p, const ArchitectureInfo& arch,
+                        ModelConfig& c) {
+  LayerSpec s;
+  s.norm = arch.norm;
+  s.norm_placement = arch.norm_placement;
+  s.norm_eps = c.rms_eps;
+  if (s.norm == NormKind::kLayer) {
+    STRATA_ASSIGN_OR_RETURN(s.norm_eps,
+                            positive_float(file, p + "attention.layer_norm_epsilon", 1e-5f, 1.0f));
+  }
+  s.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  STRATA_ASSIGN_OR_RETURN(s.attn_scale, positive_float(file, p + "attention.scale", s.attn_scale));
+  s.rope_style = arch.rope_style;
+  s.rope_dims = c.rope_dims;
+  s.rope_freq_base = c.rope_freq_base;
+  s.rope_freq_scale = c.rope_freq_scale;
+  s.activation = arch.activation;
+  s.qkv_bias = arch.qkv_bias == TensorUse::kRequired;
+  s.qk_norm = arch.qk_norm == TensorUse::kRequired;
+  STRATA_ASSIGN_OR_RETURN(s.attn_logit_softcap,
+                          positive_float(file, p + "attn_logit_softcapping", 0.0f));
+  STRATA_ASSIGN_OR_RETURN(c.final_logit_softcap,
+                          positive_float(file, p + "final_logit_softcapping", 0.0f));
+  size_t window = 0;
+  if (arch.sliding_window_period > 0) {
+    STRATA_ASSIGN_OR_RETURN(window,
+                            optional_count(file, p + "attention.sliding_window", kMaxContext, 0));
+  }
+  c.layers.assign(c.n_layers, s);
+  for (size_t l = 0; l < c.n_layers; ++l) {
+    const bool global =
+        arch.sliding_window_period == 0 || (l + 1) % arch.sliding_window_period == 0;
+    c.layers[l].sliding_window = global ? 0 : window;
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+const char* norm_kind_name(NormKind kind) {
+  return kind == NormKind::kRms ? "RMSNorm" : "LayerNorm";
+}
+
+const char* activation_name(Activation activation) {
+  return activation == Activation::kSwiGlu ? "SwiGLU" : "GeGLU";
+}
+
+Result<ModelConfig> read_config(const gguf::File& file) {
+  ModelConfig c;
+  std::optional<std::string> name = file.get_string("general.architecture");
+  if (!name) return invalid("missing metadata key general.architecture");
+  const ArchitectureInfo* arch = find_architecture(*name);
+  if (arch == nullptr) {
+    return make_error(ErrorCode::kUnsupported,
+                      "unsupported architecture " + gguf::quoted_name(*name) +
+                          " (supported: " + supported_architecture_names() + ")");
+  }
+  c.arch = arch->arch;
+  c.arch_name = *name;
+  c.rope_style = arch->rope_style;
+  const std::string p = *name + ".";
+  STRATA_RETURN_IF_ERROR(read_sizes(file, p, c));
+  STRATA_RETURN_IF_ERROR(read_rope(file, p, c));
+  // A norm epsilon of 1 or more is no longer a guard against division by zero but a different
+  // model.
+  STRATA_ASSIGN_OR_RETURN(
+      c.rms_eps, positive_float(file, p + "attention.layer_norm_rms_epsilon", c.rms_eps, 1.0f));
+  STRATA_RETURN_IF_ERROR(read_vocab(file, p, c));
+  STRATA_RETURN_IF_ERROR(fill_layer_specs(file, p, *arch, c));
   return c;
+}
+
+Status check_supported(const ModelConfig& c) {
+  auto unsupported = [&](const std::string& what) {
+    return make_error(ErrorCode::kUnsupported, "architecture " + gguf::quoted_name(c.arch_name) +
+                                                   ": " + what + " is not supported yet");
+  };
+  if (c.n_experts > 0) {
+    return unsupported("a mixture-of-experts feed-forward network (" + std::to_string(c.n_experts) +
+                       " experts)");
+  }
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const LayerSpec& s = c.layers[l];
+    const std::string layer = " (block " + std::to_string(l) + ")";
+    if (s.norm != NormKind::kRms) return unsupported(std::string(norm_kind_name(s.norm)) + layer);
+    if (s.activation != Activation::kSwiGlu) {
+      return unsupported(std::string(activation_name(s.activation)) + layer);
+    }
+    // Both need the attention kernel's inner loop (kv::attend).
+    if (s.sliding_window > 0) return unsupported("sliding-window attention" + layer);
+    if (s.attn_logit_softcap > 0) return unsupported("attention logit soft-capping" + layer);
+  }
+  return ok_status();
 }
 
 }  // namespace strata::model

@@ -1,8 +1,11 @@
-// Hyper-parameters of a Llama-family model, read from GGUF metadata (`<arch>.*` keys).
+// Hyper-parameters of a decoder-only model, read from GGUF metadata (`<arch>.*` keys) and the
+// architecture table (architectures.h): model-wide sizes plus one LayerSpec per block, which is
+// all the forward pass (decoder.cc) branches on.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "gguf/gguf.h"
@@ -15,6 +18,40 @@ enum class Architecture { kLlama, kQwen2, kQwen3 };
 // (Llama GGUFs are converted with Q/K permuted for it); NeoX mode rotates (x[i], x[i + d/2]).
 enum class RopeStyle { kNormal, kNeox };
 
+// The normalization of a block's inputs (and outputs, with post-norms). Only RMSNorm is
+// implemented; a model that needs another kind is refused at load.
+enum class NormKind { kRms, kLayer };
+
+// Where a block normalizes: before each sub-layer (Llama), after it on its output before the
+// residual add (OLMo 2), or both (Gemma 2/3).
+enum class NormPlacement { kPre, kPost, kPreAndPost };
+
+// The feed-forward network's gated activation: act(W_gate x) * (W_up x).
+enum class Activation { kSwiGlu, kGeGlu };
+
+const char* norm_kind_name(NormKind kind);
+const char* activation_name(Activation activation);
+
+// What one decoder block computes, filled from the metadata and the architecture's defaults.
+struct LayerSpec {
+  NormKind norm = NormKind::kRms;
+  NormPlacement norm_placement = NormPlacement::kPre;
+  float norm_eps = 1e-5f;
+  float attn_scale = 0;  // multiplies q·k; 1/sqrt(head_dim) unless attention.scale says
+  RopeStyle rope_style = RopeStyle::kNormal;
+  size_t rope_dims = 0;  // leading dims of each head that rotate
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
+  size_t sliding_window = 0;     // attend to the last n positions only; 0: global attention
+  Activation activation = Activation::kSwiGlu;
+  bool qkv_bias = false;  // attn_q/k/v.bias required (an optional bias is used when present)
+  bool qk_norm = false;   // per-head RMSNorm of q and k before RoPE (attn_q_norm, attn_k_norm)
+  float attn_logit_softcap = 0;  // scores = cap * tanh(scores / cap) when set
+
+  bool pre_norm() const { return norm_placement != NormPlacement::kPost; }
+  bool post_norm() const { return norm_placement != NormPlacement::kPre; }
+};
+
 struct ModelConfig {
   Architecture arch = Architecture::kLlama;
   std::string arch_name;
@@ -26,11 +63,16 @@ struct ModelConfig {
   size_t n_heads = 0;               // attention.head_count
   size_t n_kv_heads = 0;            // attention.head_count_kv (grouped-query attention)
   size_t head_dim = 0;              // attention.key_length, else n_embd / n_heads
+  size_t n_experts = 0;             // expert_count; 0 for a dense feed-forward network
+  size_t n_experts_used = 0;        // expert_used_count
+  size_t n_ff_expert = 0;           // expert_feed_forward_length, else n_ff
   float rms_eps = 1e-5f;            // attention.layer_norm_rms_epsilon
   float rope_freq_base = 10000.0f;  // rope.freq_base
   size_t rope_dims = 0;             // rope.dimension_count (dims rotated per head)
   float rope_freq_scale = 1.0f;     // 1 / rope.scaling.factor for linear scaling
   RopeStyle rope_style = RopeStyle::kNormal;
+  float final_logit_softcap = 0;  // final_logit_softcapping: logits = cap * tanh(logits / cap)
+  std::vector<LayerSpec> layers;  // [n_layers]
 
   size_t q_dim() const { return n_heads * head_dim; }
   size_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -38,6 +80,10 @@ struct ModelConfig {
 
 // Reads and checks the hyper-parameters; errors name the missing or inconsistent key.
 Result<ModelConfig> read_config(const gguf::File& file);
+
+// What the forward pass cannot run yet (other norm kinds, GeGLU, sliding windows, attention
+// soft-caps, mixture-of-experts): kUnsupported naming the feature, else ok.
+Status check_supported(const ModelConfig& config);
 
 const char* architecture_name(Architecture arch);
 

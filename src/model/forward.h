@@ -1,4 +1,4 @@
-// The forward pass of each architecture, one file each (llama.cc, qwen2.cc, qwen3.cc).
+// The forward pass of every architecture: one decoder layer driven by its LayerSpec (decoder.cc).
 #pragma once
 
 #include "kv/kv_cache.h"
@@ -10,6 +10,14 @@
 
 namespace strata::model {
 
+// What a forward pass returns for each entry that wants output.
+enum class OutputKind {
+  kLogits,  // [n_vocab]: the output projection of the final-normed hidden state, soft-capped
+            // when the model says so
+  kHidden,  // [n_embd]: the hidden state after the final norm (what the output projection
+            // multiplies; embeddings read it)
+};
+
 struct ForwardContext {
   const ModelConfig& c;
   const ModelWeights& w;
@@ -17,24 +25,20 @@ struct ForwardContext {
   kv::KvCache& cache;
   ThreadPool& pool;
   Activations& a;
-  float* logits;  // [n_out][n_vocab] for the entries that want logits, in batch order
+  OutputKind kind;
+  float* out;  // [n_out][n_vocab or n_embd] for the entries that want output, in batch order
 };
 
-void forward_llama(const ForwardContext& ctx);
-void forward_qwen2(const ForwardContext& ctx);
-void forward_qwen3(const ForwardContext& ctx);
+// Embeddings, every decoder layer, the final norm and the output.
+void forward(const ForwardContext& ctx);
 
-// The SwiGLU feed-forward sub-block all three share, residual included, over the first n_rows
-// rows of x: x += W_down · (silu(W_gate · RMSNorm(x)) * (W_up · RMSNorm(x)))
-void feed_forward(const ForwardContext& ctx, const LayerWeights& lw, size_t n_rows);
+// Block l over the T rows of x in flight; returns the rows still in flight (the last block keeps
+// only those that want output).
+size_t decoder_layer(const ForwardContext& ctx, size_t l, size_t T);
 
 // After the last layer's attention nothing mixes positions any more, so only the rows that want
-// logits need its feed-forward block. Moves those rows of x and out (in batch order) to the
+// output need its feed-forward block. Moves those rows of x and out (in batch order) to the
 // front and returns their count n_out.
-size_t keep_logit_rows(const ForwardContext& ctx);
-
-// The last step all three share: final RMSNorm and the output projection of the n_out rows
-// keep_logit_rows kept, into logits.
-void output_logits(const ForwardContext& ctx, size_t n_out);
+size_t keep_output_rows(const ForwardContext& ctx);
 
 }  // namespace strata::model

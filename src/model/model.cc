@@ -10,6 +10,7 @@ Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file,
                                            const ModelLoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
   STRATA_ASSIGN_OR_RETURN(m->config_, read_config(*file));
+  STRATA_RETURN_IF_ERROR(check_supported(m->config_));
   STRATA_ASSIGN_OR_RETURN(m->weights_, load_weights(*file, m->config_));
   if (options.interleave_pool != nullptr) {
     m->interleaved_matrices_ = interleave_weights(*file, m->weights_, *options.interleave_pool);
@@ -22,7 +23,8 @@ kv::KvShape Model::kv_shape(size_t page_size) const {
   return kv::KvShape{config_.n_layers, config_.n_kv_heads, config_.head_dim, page_size};
 }
 
-Status Model::forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* logits) {
+Status Model::forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* out,
+                      OutputKind kind) {
   for (const BatchEntry& e : batch) {
     if (e.token < 0 || static_cast<size_t>(e.token) >= config_.n_vocab) {
       return make_error(ErrorCode::kInvalidArgument, "token id " + std::to_string(e.token) +
@@ -37,18 +39,7 @@ Status Model::forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, 
   }
   if (batch.empty()) return ok_status();
   activations_.reserve(batch.size(), config_);
-  ForwardContext ctx{config_, weights_, batch, cache, pool, activations_, logits};
-  switch (config_.arch) {
-    case Architecture::kLlama:
-      forward_llama(ctx);
-      break;
-    case Architecture::kQwen2:
-      forward_qwen2(ctx);
-      break;
-    case Architecture::kQwen3:
-      forward_qwen3(ctx);
-      break;
-  }
+  model::forward({config_, weights_, batch, cache, pool, activations_, kind, out});
   return ok_status();
 }
 

@@ -9,6 +9,7 @@
 #include "model/activations.h"
 #include "model/batch.h"
 #include "model/config.h"
+#include "model/forward.h"
 #include "model/weights.h"
 #include "platform/thread_pool.h"
 
@@ -36,9 +37,16 @@ class Model {
   kv::KvShape kv_shape(size_t page_size) const;
 
   // Runs one batch. Every entry's position must be reserved in `cache` for its sequence.
-  // logits receives [n_out][n_vocab], one row per entry with want_logits, in batch order.
+  // `out` receives one row per entry with want_logits, in batch order: [n_out][n_vocab] logits,
+  // or with OutputKind::kHidden [n_out][n_embd] final-normed hidden states (output_width).
   // Not reentrant: one forward at a time per Model (it reuses its scratch buffers).
-  Status forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* logits);
+  Status forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* out,
+                 OutputKind kind = OutputKind::kLogits);
+
+  // Floats per output row of a forward pass of this kind.
+  size_t output_width(OutputKind kind) const {
+    return kind == OutputKind::kLogits ? config_.n_vocab : config_.n_embd;
+  }
 
  private:
   Model() = default;

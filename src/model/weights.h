@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "base/aligned.h"
@@ -15,25 +16,55 @@
 namespace strata::model {
 
 // A weight matrix in its file's block format: `rows` rows of `cols` elements (GGUF dims
-// {cols, rows}), in GGUF row order or rearranged at load (interleave_weights).
+// {cols, rows}), in GGUF row order or rearranged at load (interleave_weights), with the kernel
+// that multiplies it, chosen for its type and layout when that was set.
 struct Matrix {
   DType type = DType::kF32;
   kernels::WeightLayout layout = kernels::WeightLayout::kRows;
   const void* data = nullptr;
   size_t rows = 0;
   size_t cols = 0;
+  kernels::MatmulKernel kernel;
+
+  // A GGUF-order matrix and its kernel.
+  static Matrix rows_of(DType type, const void* data, size_t rows, size_t cols) {
+    return Matrix{type, kernels::WeightLayout::kRows,
+                  data, rows,
+                  cols, kernels::select_matmul_kernel(type, kernels::WeightLayout::kRows, cols)};
+  }
+};
+
+// A stack of same-shaped matrices with an expert dimension (GGUF dims {cols, rows, n_experts}):
+// expert e's rows follow expert e-1's. Loaded as views; nothing multiplies them yet.
+struct ExpertMatrices {
+  Matrix first;  // expert 0
+  size_t n_experts = 0;
+  size_t expert_bytes = 0;  // bytes from one expert's matrix to the next
+
+  Matrix expert(size_t e) const {
+    Matrix m = first;
+    m.data = static_cast<const uint8_t*>(first.data) + e * expert_bytes;
+    return m;
+  }
 };
 
 // Norm weights and biases are small: held as f32 copies whatever their file type.
 using Vector = AlignedBuffer<float>;
 
+// One block's weights. An empty Vector is an absent optional tensor. Fused projections
+// (attn_qkv, ffn_gate_up) are loaded as row-range views: wq, wk, wv (w_gate, w_up) then point
+// into one matrix.
 struct LayerWeights {
-  Vector attn_norm;             // [n_embd]
+  Vector attn_norm;             // [n_embd]; empty with post-norm-only placement
   Matrix wq, wk, wv, wo;        // [q_dim x n_embd], [kv_dim x n_embd] x2, [n_embd x q_dim]
-  Vector bq, bk, bv;            // qwen2: [q_dim], [kv_dim], [kv_dim]; empty otherwise
-  Vector q_norm, k_norm;        // qwen3: [head_dim] per-head RMSNorm weights; empty otherwise
-  Vector ffn_norm;              // [n_embd]
+  Vector bq, bk, bv, bo;        // [q_dim], [kv_dim], [kv_dim], [n_embd] when present
+  Vector q_norm, k_norm;        // [head_dim] per-head RMSNorm weights (Qwen3)
+  Vector attn_post_norm;        // [n_embd] post_attention_norm, with post-norm placement
+  Vector ffn_norm;              // [n_embd]; empty with post-norm-only placement
   Matrix w_gate, w_up, w_down;  // [n_ff x n_embd] x2, [n_embd x n_ff]
+  Vector ffn_post_norm;         // [n_embd] post_ffw_norm, with post-norm placement
+  Matrix w_router;              // [n_experts x n_embd] ffn_gate_inp (mixture of experts)
+  ExpertMatrices gate_exps, up_exps, down_exps;  // [n_experts][n_ff_expert x n_embd] ...
 };
 
 struct ModelWeights {

@@ -408,5 +408,37 @@ TEST(QuantizeActivationsTest, SimdMatchesScalarBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Types, QuantizedMatmulTest, ::testing::ValuesIn(kQuantizedTypes),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+// A kernel chosen once (select_matmul_kernel, as a loaded model keeps it with each matrix) and
+// handed to every product computes what the kernel chosen per call does, on every target, in
+// both layouts.
+TEST(MatmulKernelTest, ChosenOnceEqualsChosenPerCall) {
+  const size_t rows = 32, cols = 512, n_tokens = 5;
+  const std::vector<float> x = random_activations(cols * n_tokens, 61);
+  ThreadPool pool(2);
+  for_each_simd_target([&] {
+    for (DType type : kQuantizedTypes) {
+      for (WeightLayout layout : {WeightLayout::kRows, WeightLayout::kInterleaved}) {
+        if (layout == WeightLayout::kInterleaved && !can_interleave(type, rows, cols)) continue;
+        std::vector<uint8_t> w = random_rows(type, rows, cols, 62);
+        if (layout == WeightLayout::kInterleaved) {
+          std::vector<uint8_t> inter(w.size());
+          interleave_rows(type, w.data(), rows, cols, inter.data());
+          w = std::move(inter);
+        }
+        const MatmulKernel kernel = select_matmul_kernel(type, layout, cols);
+        ASSERT_NE(kernel.rows, nullptr) << dtype_name(type);
+        EXPECT_EQ(kernel.type, type);
+        EXPECT_EQ(kernel.layout, layout);
+        std::vector<float> chosen(rows * n_tokens), per_call(rows * n_tokens);
+        const MatmulProduct product{type, layout, w.data(), rows, cols, chosen.data(), &kernel};
+        matmul_shared_input({&product, 1}, x.data(), n_tokens, pool);
+        matmul(type, layout, w.data(), rows, cols, x.data(), n_tokens, per_call.data(), pool);
+        ASSERT_EQ(chosen, per_call) << dtype_name(type);
+      }
+    }
+  });
+  EXPECT_EQ(select_matmul_kernel(DType::kI32, WeightLayout::kRows, cols).rows, nullptr);
+}
+
 }  // namespace
 }  // namespace strata::kernels

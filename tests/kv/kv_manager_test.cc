@@ -125,6 +125,7 @@ TEST(KvManagerTest, TruncateKeepsTheLeadingPositions) {
 TEST(KvAttendTest, MatchesThePerHeadKernelWhateverTheThreads) {
   const KvShape s{/*n_layers=*/1, /*n_kv_heads=*/2, /*head_dim=*/8, /*page_size=*/4};
   const size_t n_heads = 4, n_pos = 11;
+  const float scale = 1.0f / std::sqrt(8.0f);
   KvCache cache(s, 8, KvPrecision::kF16);
   ASSERT_TRUE(cache.reserve(5, n_pos).ok());
   std::vector<float> k(s.n_kv_heads * s.head_dim), v(k.size());
@@ -140,14 +141,14 @@ TEST(KvAttendTest, MatchesThePerHeadKernelWhateverTheThreads) {
   for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(static_cast<float>(i) * 0.3f);
   std::vector<float> one(q.size()), four(q.size()), expected(q.size());
   ThreadPool single(1), several(4);
-  attend(cache, 0, queries, n_heads, q.data(), one.data(), single);
-  attend(cache, 0, queries, n_heads, q.data(), four.data(), several);
+  attend(cache, 0, queries, n_heads, scale, q.data(), one.data(), single);
+  attend(cache, 0, queries, n_heads, scale, q.data(), four.data(), several);
   std::vector<float> scratch(2 * s.head_dim);
   for (size_t t = 0; t < queries.size(); ++t) {
     for (size_t kv_head = 0; kv_head < s.n_kv_heads; ++kv_head) {
       const size_t at = (t * n_heads + kv_head * 2) * s.head_dim;
       attend_kv_head(cache.pool(), cache.page_table(5), 0, kv_head, queries[t].pos + 1, &q[at], 2,
-                     1.0f / std::sqrt(8.0f), &expected[at], scratch.data());
+                     scale, &expected[at], scratch.data());
     }
   }
   EXPECT_EQ(one, expected);

@@ -1,0 +1,113 @@
+// One decoder layer for every architecture, read top to bottom: what differs between
+// architectures is data (the layer's LayerSpec and which weights are present), not code.
+#include <algorithm>
+
+#include "model/blocks.h"
+#include "model/forward.h"
+
+namespace strata::model {
+namespace {
+
+// x += post_norm(W_o · attention(RoPE(qk_norm(W_q · norm(x) + b_q)),
+//                                RoPE(qk_norm(W_k · norm(x) + b_k)), W_v · norm(x) + b_v) + b_o)
+// over T rows; the last layer then keeps only the output rows. Returns the rows in flight.
+size_t attention_block(const ForwardContext& ctx, size_t l, size_t T) {
+  const ModelConfig& c = ctx.c;
+  const LayerSpec& s = c.layers[l];
+  const LayerWeights& lw = ctx.w.layers[l];
+  Activations& a = ctx.a;
+  const float* in = a.x.data();  // post-norm-only placement multiplies x itself
+  if (s.pre_norm()) {
+    norm_rows(s, a.x.data(), lw.attn_norm, T, c.n_embd, a.xb.data());  // xb: [T][n_embd]
+    in = a.xb.data();
+  }
+  linear_shared_input({{lw.wq, a.q.data()},   // q: [T][n_heads * head_dim]
+                       {lw.wk, a.k.data()},   // k: [T][n_kv_heads * head_dim]
+                       {lw.wv, a.v.data()}},  // v: [T][n_kv_heads * head_dim]
+                      in, T, ctx.pool);
+  add_bias_rows(a.q.data(), lw.bq, T);  // q += b_q, when the model has it
+  add_bias_rows(a.k.data(), lw.bk, T);  // k += b_k
+  add_bias_rows(a.v.data(), lw.bv, T);  // v += b_v
+  if (s.qk_norm) {
+    rms_norm_heads(a.q.data(), lw.q_norm, T, c.n_heads, c.head_dim, s.norm_eps);
+    rms_norm_heads(a.k.data(), lw.k_norm, T, c.n_kv_heads, c.head_dim, s.norm_eps);
+  }
+  apply_rope(s, c, ctx.w.rope_freqs, ctx.batch, a.q.data(), a.k.data());
+  attention(c, l, s.attn_scale, ctx.batch, a.q.data(), a.k.data(), a.v.data(), ctx.cache,
+            a.att.data(), ctx.pool);                       // att: [T][n_heads * head_dim]
+  linear(lw.wo, a.att.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
+  add_bias_rows(a.out.data(), lw.bo, T);                   // out += b_o
+  if (l + 1 == c.n_layers) T = keep_output_rows(ctx);      // x, out: [n_out][n_embd]
+  if (s.post_norm()) norm_rows(s, a.out.data(), lw.attn_post_norm, T, c.n_embd, a.out.data());
+  residual_add(a.x.data(), a.out.data(), T, c.n_embd);  // x: [T][n_embd]
+  return T;
+}
+
+// x += post_norm(W_down · (act(W_gate · norm(x)) * (W_up · norm(x)))) over T rows; act is
+// SiLU (SwiGLU), the only activation check_supported lets through.
+void feed_forward(const ForwardContext& ctx, size_t l, size_t T) {
+  const ModelConfig& c = ctx.c;
+  const LayerSpec& s = c.layers[l];
+  const LayerWeights& lw = ctx.w.layers[l];
+  Activations& a = ctx.a;
+  if (T == 0) return;
+  const float* in = a.x.data();  // post-norm-only placement multiplies x itself
+  if (s.pre_norm()) {
+    norm_rows(s, a.x.data(), lw.ffn_norm, T, c.n_embd, a.xb.data());  // xb: [T][n_embd]
+    in = a.xb.data();
+  }
+  linear_shared_input({{lw.w_gate, a.hb.data()},  // hb: [T][n_ff]
+                       {lw.w_up, a.hb2.data()}},  // hb2: [T][n_ff]
+                      in, T, ctx.pool);
+  swiglu_rows(a.hb.data(), a.hb2.data(), T, c.n_ff);          // hb = silu(hb) * hb2
+  linear(lw.w_down, a.hb.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
+  if (s.post_norm()) norm_rows(s, a.out.data(), lw.ffn_post_norm, T, c.n_embd, a.out.data());
+  residual_add(a.x.data(), a.out.data(), T, c.n_embd);  // x: [T][n_embd]
+}
+
+// The final norm of the n_out kept rows, then (for logits) the output projection and the
+// final soft-cap.
+void output(const ForwardContext& ctx, size_t n_out) {
+  const ModelConfig& c = ctx.c;
+  Activations& a = ctx.a;
+  if (n_out == 0) return;
+  if (ctx.kind == OutputKind::kHidden) {
+    rms_norm_rows(a.x.data(), ctx.w.output_norm, n_out, c.n_embd, c.rms_eps, ctx.out);
+    return;  // out: [n_out][n_embd]
+  }
+  rms_norm_rows(a.x.data(), ctx.w.output_norm, n_out, c.n_embd, c.rms_eps, a.xb.data());
+  linear(ctx.w.output, a.xb.data(), n_out, ctx.out, ctx.pool);  // out: [n_out][n_vocab]
+  soft_cap(ctx.out, n_out * c.n_vocab, c.final_logit_softcap);
+}
+
+}  // namespace
+
+void forward(const ForwardContext& ctx) {
+  size_t T = ctx.batch.size();  // rows in flight; the last layer keeps only output rows
+  embed_tokens(ctx.w.token_embd, ctx.batch, ctx.a.x.data());  // x: [T][n_embd]
+  for (size_t l = 0; l < ctx.c.n_layers; ++l) T = decoder_layer(ctx, l, T);
+  output(ctx, T);  // out: [n_out][n_vocab], or [n_out][n_embd] for hidden states
+}
+
+size_t decoder_layer(const ForwardContext& ctx, size_t l, size_t T) {
+  T = attention_block(ctx, l, T);  // x += attention(norm(x))
+  feed_forward(ctx, l, T);         // x += ffn(norm(x))
+  return T;
+}
+
+size_t keep_output_rows(const ForwardContext& ctx) {
+  const size_t n = ctx.c.n_embd;
+  Activations& a = ctx.a;
+  size_t n_out = 0;
+  for (size_t t = 0; t < ctx.batch.size(); ++t) {
+    if (!ctx.batch[t].want_logits) continue;
+    if (t != n_out) {
+      std::copy_n(a.x.data() + t * n, n, a.x.data() + n_out * n);
+      std::copy_n(a.out.data() + t * n, n, a.out.data() + n_out * n);
+    }
+    ++n_out;
+  }
+  return n_out;
+}
+
+}  // namespace strata::model
