@@ -35,7 +35,8 @@ class Sampler {
   // frequency/presence penalties, then logit bias.
   static Result<Sampler> create(const SamplingParams& params);
 
-  // Appends a processor that runs after the built-in ones (a grammar's TokenMask, for one).
+  // Appends a processor that runs after the built-in ones. A grammar's mask is not one: the
+  // engine step applies it to the logit row before sample() (its "mask" phase).
   void add_processor(std::unique_ptr<LogitProcessor> processor);
 
   // Applies the chain to a copy of `logits`, then picks a token: argmax (lowest id on ties)
