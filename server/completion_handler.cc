@@ -81,7 +81,7 @@ struct Collector {
       }
     }
     if (t.finish == FinishReason::kError && !error) {
-      error = make_error(e.error_code, t.error);
+      error = make_error(t.error_code, t.error);
     } else if (t.finish == FinishReason::kCancelled && !error) {
       error = make_error(ErrorCode::kUnavailable, "the request was cancelled by the server");
     }

@@ -10,10 +10,16 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
+// The worker ends a choice's queue time (a metric) at the engine's admission event.
+std::vector<GenerationRequest> with_admission_events(std::vector<GenerationRequest> choices) {
+  for (GenerationRequest& choice : choices) choice.report_admission = true;
+  return choices;
+}
+
 }  // namespace
 
 Job::Job(std::vector<GenerationRequest> choices, Clock::time_point arrival)
-    : choices_(std::move(choices)), arrival_(arrival) {}
+    : choices_(with_admission_events(std::move(choices))), arrival_(arrival) {}
 
 Status Job::wait_submitted() {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -161,12 +167,12 @@ void EngineWorker::on_event(Sequence& seq, const TokenEvent& event) {
     seq.got_token = true;
     seq.last_token = now;
   }
-  ChoiceEvent out{seq.choice, event, event.error_code};
+  ChoiceEvent out{seq.choice, event};
   if (event.finish != FinishReason::kNone) {
     seq.finished = true;
     if (event.finish == FinishReason::kCancelled && seq.timed_out) {
       out.event.finish = FinishReason::kError;
-      out.error_code = ErrorCode::kDeadlineExceeded;
+      out.event.error_code = ErrorCode::kDeadlineExceeded;
       out.event.error = "the request ran longer than the server's --timeout of " +
                         std::to_string(static_cast<int>(options_.timeout_s)) + " s";
     }
@@ -186,9 +192,7 @@ void EngineWorker::submit_new_jobs(std::vector<std::shared_ptr<Job>>& jobs) {
       Sequence& seq = sequences_.emplace_back();
       seq.job = job;
       seq.choice = i;
-      GenerationRequest request = job->choices()[i];
-      request.report_admission = true;  // ends its queue time (metrics)
-      Result<uint64_t> id = engine_->submit(request, [this, &seq](const TokenEvent& e) {
+      Result<uint64_t> id = engine_->submit(job->choices()[i], [this, &seq](const TokenEvent& e) {
         on_event(seq, e);
         return true;
       });

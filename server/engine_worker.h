@@ -31,10 +31,9 @@ struct WorkerOptions {
 
 struct ChoiceEvent {
   size_t choice = 0;  // index into the job's requests
-  TokenEvent event;   // kError events carry the reason (e.g. the timeout) in `error`
-  // Of a kError event: the engine's code (TokenEvent::error_code), or kDeadlineExceeded when the
-  // worker ended the request at its --timeout.
-  ErrorCode error_code = ErrorCode::kInternal;
+  // kError events carry the reason in `error` and its kind in `error_code`: the engine's, or
+  // kDeadlineExceeded when the worker ended the request at its --timeout.
+  TokenEvent event;
 };
 
 // One HTTP request's engine work: one GenerationRequest per choice, the events they produce

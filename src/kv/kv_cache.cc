@@ -46,10 +46,11 @@ bool KvCache::make_private(SeqPages& s, size_t index) {
 
 Status KvCache::reserve(SeqId seq, size_t n_positions) {
   const size_t need = pages_needed(seq, n_positions);
-  if (need > pool_.free_pages(pool_.default_precision())) {
+  const size_t free = pool_.free_pages(pool_.default_precision());
+  if (need > free) {
     return make_error(ErrorCode::kOutOfRange,
                       "KV cache is full: " + std::to_string(need) + " more pages needed, " +
-                          std::to_string(pool_.free_pages()) +
+                          std::to_string(free) +
                           " free; raise the context size (-c) or run fewer sequences at once");
   }
   SeqPages& s = sequences_[seq];
