@@ -32,6 +32,12 @@ class DataConfig:
     pose_frac: float = 0.8
     max_pos: int = 8192
     seed: int = 1
+    # Share of task rows packed with several short cases (lengths drawn from pack_len) instead
+    # of one case of the row's length. Each case is a whole example with its own BOS and EOS;
+    # a row then teaches the retrieval several times over at short range, where the copy
+    # mechanism is learned, while the single-case rows with PoSE teach the long range.
+    pack_frac: float = 0.0
+    pack_len: tuple[int, int] = (160, 320)
 
     def mix(self) -> tuple[list[str], np.ndarray]:
         mix = self.task_mix or {"passkey": 0.35, "multikey": 0.3, "multikey2": 0.1, "vt": 0.25}
@@ -45,8 +51,9 @@ class Batch:
     tokens: torch.Tensor  # (B, T) int64
     pos: torch.Tensor  # (B, T) int64
     targets: torch.Tensor  # (B, T) int64, IGNORE where no loss
-    kinds: list[str]  # "text" or the task of each row
-    answer_spans: list[tuple[int, int]]  # target indices of each task row's answer; (0, 0) for text
+    kinds: list[str]  # "text", "packed" or the task of each row
+    # Per row, each answer in it: (first, end) target indices and the task; none for text.
+    answer_spans: list[list[tuple[int, int, str]]]
 
 
 def pose_positions(rng: np.random.Generator, n: int, cuts: list[int], max_pos: int) -> np.ndarray:
@@ -72,8 +79,10 @@ class Sampler:
         self.task_names, self.task_p = cfg.mix()
 
     def row(self, rng: np.random.Generator, n: int, task_frac: float, pose_frac: float):
-        """n + 1 tokens (inputs and shifted targets), their positions, kind, answer span."""
+        """n + 1 tokens (inputs and shifted targets), their positions, kind, answer spans."""
         if rng.random() < task_frac:
+            if rng.random() < self.cfg.pack_frac:
+                return self.packed_row(rng, n)
             task = str(rng.choice(self.task_names, p=self.task_p))
             case = tasks.make_case(task, self.enc, rng, n, float(rng.random()), self.hay)
             tk = tasks.tokens_of(case, self.enc)
@@ -81,18 +90,39 @@ class Sampler:
             valid = len(ids) - 1  # targets past it are padding
             ids = np.concatenate([ids, np.full(n + 1 - len(ids), EOS, dtype=np.int64)])
             cuts, kind = tk.gaps, task
-            span = (tk.answer_start - 1, len(tk.ids) - 2)  # target indices of answer tokens
+            spans = [(tk.answer_start - 1, len(tk.ids) - 2, task)]  # target indices of the answer
         else:
             start = int(rng.integers(0, len(self.stream) - n - 1))
             ids = self.stream[start:start + n + 1].astype(np.int64)
-            valid, cuts, kind, span = n, list(range(1, n)), "text", (0, 0)
+            valid, cuts, kind, spans = n, list(range(1, n)), "text", []
         targets = ids[1:].copy()
         targets[valid:] = IGNORE
         if rng.random() < pose_frac:
             pos = pose_positions(rng, n, cuts, self.cfg.max_pos)
         else:
             pos = np.arange(n, dtype=np.int64)
-        return ids[:-1], pos, targets, kind, span
+        return ids[:-1], pos, targets, kind, spans
+
+    def packed_row(self, rng: np.random.Generator, n: int):
+        """Whole short cases laid end to end up to n + 1 tokens, at plain positions (the last
+        case is cut off; an answer cut off with it is not counted)."""
+        ids: list[int] = []
+        spans = []
+        lo, hi = self.cfg.pack_len
+        while len(ids) < n + 1:
+            task = str(rng.choice(self.task_names, p=self.task_p))
+            length = int(rng.integers(lo, hi + 1))
+            try:
+                case = tasks.make_case(task, self.enc, rng, length, float(rng.random()), self.hay)
+            except ValueError:  # shorter than the task's fixed text: take the next draw
+                continue
+            tk = tasks.tokens_of(case, self.enc)
+            first, end = len(ids) + tk.answer_start - 1, len(ids) + len(tk.ids) - 2
+            if end <= n:
+                spans.append((first, end, task))
+            ids.extend(tk.ids)
+        row = np.array(ids[: n + 1], dtype=np.int64)
+        return row[:-1], np.arange(n, dtype=np.int64), row[1:].copy(), "packed", spans
 
     def batch(self, step: int, *, seq_len: int | None = None, batch_size: int | None = None,
               task_frac: float | None = None) -> Batch:

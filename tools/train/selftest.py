@@ -20,6 +20,7 @@ import gguf  # noqa: E402
 import tasks  # noqa: E402
 import tokenizer as tok  # noqa: E402
 from data import DataConfig, Sampler  # noqa: E402
+from train import TrainConfig, lr_at, load_stages  # noqa: E402
 from model import Llama, ModelConfig  # noqa: E402
 
 
@@ -61,6 +62,25 @@ def check_data(stream, sp, hay) -> None:
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.pos, b.pos), "batches must be reproducible"
     assert int(a.pos.max()) < 8192 and bool((a.pos[:, 1:] > a.pos[:, :-1]).all())
     print("data: batch(step) reproducible; positions increasing, below max_pos")
+    packed = Sampler(DataConfig(task_frac=1.0, pack_frac=1.0), stream, tasks.SegmentEncoder(sp), hay)
+    p = packed.batch(3)
+    assert all(k == "packed" for k in p.kinds) and all(len(sp_) >= 1 for sp_ in p.answer_spans)
+    for r, spans in enumerate(p.answer_spans):
+        for a, e, task in spans:  # the answer's tokens, then the case's EOS
+            assert 0 <= a < e <= p.targets.shape[1]
+            assert e == p.targets.shape[1] or int(p.targets[r, e]) == tok.EOS
+            answer = sp.decode([int(t) for t in p.targets[r, a:e]])
+            assert task == "vt" or (answer.endswith(".") and answer[:-1].isdigit()), answer
+    print("data: packed rows are whole cases with their answers located")
+
+
+def check_schedule() -> None:
+    raw = {"stages": [{"from_step": 300, "train": {"steps": 1200}}]}
+    t = TrainConfig(steps=1000, lr=1e-3, min_lr=1e-4, warmup=50)
+    stages = load_stages(raw, DataConfig(), t)
+    assert abs(lr_at(299, stages) - lr_at(300, stages)) < 1e-5, "a stage starts from the lr it had"
+    assert abs(lr_at(1199, stages) - 1e-4) < 1e-6 and lr_at(49, stages) == 1e-3
+    print("schedule: a later stage continues the lr and ends at min_lr")
 
 
 def check_gguf() -> None:
@@ -88,6 +108,7 @@ def main() -> None:
     check_tasks(sp, hay)
     check_model()
     check_data(stream, sp, hay)
+    check_schedule()
     check_gguf()
     print("all checks passed")
 

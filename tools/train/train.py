@@ -63,23 +63,58 @@ def load_config(path: str) -> tuple[dict, ModelConfig, DataConfig, TrainConfig]:
             _from_dict(DataConfig, raw.get("data", {})), _from_dict(TrainConfig, raw.get("train", {})))
 
 
-def lr_at(step: int, t: TrainConfig) -> float:
-    if step < t.warmup:
-        return t.lr * (step + 1) / t.warmup
-    progress = min(1.0, (step - t.warmup) / max(1, t.steps - t.warmup))
-    return t.min_lr + 0.5 * (t.lr - t.min_lr) * (1 + math.cos(math.pi * progress))
+@dataclass
+class Stage:
+    """The recipe from `first_step` on. A config's optional "stages" list changes the data mix
+    and the length of a run part-way, reproducibly: each entry has "from_step" and "data" /
+    "train" overrides of the base config (e.g. a larger "steps")."""
+    first_step: int
+    data: DataConfig
+    train: TrainConfig
+
+
+def load_stages(raw: dict, dc: DataConfig, tc: TrainConfig) -> list[Stage]:
+    stages = [Stage(0, dc, tc)]
+    for entry in raw.get("stages", []):
+        prev = stages[-1]
+        unknown = set(entry) - {"from_step", "data", "train", "comment"}
+        if unknown or entry.get("from_step", 0) <= prev.first_step:
+            raise SystemExit(f"error: a stage needs a from_step past the last one and only "
+                             f"data/train overrides: {entry}")
+        stages.append(Stage(entry["from_step"],
+                            _from_dict(DataConfig, {**vars(prev.data), **entry.get("data", {})}),
+                            _from_dict(TrainConfig, {**vars(prev.train), **entry.get("train", {})})))
+    return stages
+
+
+def stage_at(step: int, stages: list[Stage]) -> Stage:
+    return [s for s in stages if s.first_step <= step][-1]
+
+
+def lr_at(step: int, stages: list[Stage]) -> float:
+    """Linear warmup, then a cosine to min_lr over the run. A later stage goes on from the lr
+    its first step had and runs its own cosine to its min_lr over its steps."""
+    s = stage_at(step, stages)
+    t = s.train
+    if s.first_step == 0:
+        if step < t.warmup:
+            return t.lr * (step + 1) / t.warmup
+        start_lr, begin = t.lr, t.warmup
+    else:
+        start_lr, begin = lr_at(s.first_step - 1, stages), s.first_step
+    progress = min(1.0, (step - begin) / max(1, t.steps - begin))
+    return t.min_lr + 0.5 * (start_lr - t.min_lr) * (1 + math.cos(math.pi * progress))
 
 
 def answer_hits(logits: torch.Tensor, targets: torch.Tensor, spans, kinds) -> dict[str, list[int]]:
-    """Per task, whether each row's answer tokens are all the argmax (= greedy decoding's output)."""
+    """Per task, whether each answer's tokens are all the argmax (= greedy decoding's output)."""
     hits: dict[str, list[int]] = {}
     pred = logits.argmax(-1)
-    for r, (kind, (a, b)) in enumerate(zip(kinds, spans)):
-        if kind == "text":
-            continue
-        b = min(b, targets.shape[1])
-        ok = a < b and bool((pred[r, a:b] == targets[r, a:b]).all())
-        hits.setdefault(kind, []).append(int(ok))
+    for r, row_spans in enumerate(spans):
+        for a, b, task in row_spans:
+            b = min(b, targets.shape[1])
+            ok = a < b and bool((pred[r, a:b] == targets[r, a:b]).all())
+            hits.setdefault(task, []).append(int(ok))
     return hits
 
 
@@ -147,7 +182,9 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
     enc = tasks.SegmentEncoder(sp)
     hay_train = tasks.Haystack([d.text for d in corpus.read_split(corpus_dir, "train")])
     hay_test = tasks.Haystack([d.text for d in corpus.read_split(corpus_dir, "test")])
-    sampler = Sampler(dc, train_stream, enc, hay_train)
+    stages = load_stages(raw, dc, tc)
+    samplers = [Sampler(st.data, train_stream, enc, hay_train) for st in stages]
+    tc = stages[-1].train  # the run's length and logging come from its last stage
     windows = eval_windows(val_stream, dc.seq_len, tc.eval_windows)
 
     torch.manual_seed(dc.seed)
@@ -191,21 +228,24 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
     loss_acc, text_acc, hits_acc = [], [], {}
     model.train()
     while step < tc.steps and not stop["flag"]:
-        long = tc.long_every > 0 and step % tc.long_every == tc.long_every - 1
+        stage = stage_at(step, stages)
+        sampler, st = samplers[stages.index(stage)], stage.train
+        long = st.long_every > 0 and step % st.long_every == st.long_every - 1
         if long:
-            b = sampler.batch(step, seq_len=tc.long_len, batch_size=1, task_frac=1.0)
+            b = sampler.batch(step, seq_len=st.long_len, batch_size=1, task_frac=1.0)
         else:
             b = sampler.batch(step)
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, tc)
+            g["lr"] = lr_at(step, stages)
         logits = model(b.tokens, b.pos, grad_checkpoint=long, query_chunk=1024 if long else 0)
         per_tok = F.cross_entropy(logits.flatten(0, 1), b.targets.flatten(), ignore_index=IGNORE,
                                   reduction="none").view(b.targets.shape)
         mask = (b.targets != IGNORE).float()
         weight = mask.clone()
-        if tc.answer_weight != 1.0:
-            for r, (a, e) in enumerate(b.answer_spans):
-                weight[r, a:e] *= tc.answer_weight
+        if st.answer_weight != 1.0:
+            for r, row_spans in enumerate(b.answer_spans):
+                for a, e, _ in row_spans:
+                    weight[r, a:e] *= st.answer_weight
         loss = (per_tok * weight).sum() / weight.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -224,7 +264,7 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
 
         if step % tc.log_every == 0 or step == tc.steps:
             now, cpu_now = time.time(), time.process_time()
-            entry = {"step": step, "tokens": tokens, "lr": lr_at(step - 1, tc),
+            entry = {"step": step, "tokens": tokens, "lr": lr_at(step - 1, stages),
                      "loss": float(np.mean(loss_acc)), "grad_norm": gnorm,
                      "tok_per_s": window_tokens / max(1e-9, now - window_t),
                      "tok_per_cpu_s": window_tokens / max(1e-9, cpu_now - window_cpu),
