@@ -12,13 +12,11 @@ import torch
 import torch.nn.functional as F
 
 import corpus
-import evaluate
 import export
 import tokenizer as tok
 
 TESTBED = os.path.join("models", "testbed")
 MAX_BYTES = 64 * 1024 * 1024
-TASK_LENGTHS, TASK_DEPTHS, TASK_CASES = [1024, 2048, 4096, 8192], 5, 4
 
 
 def sha256(path: str) -> str:
@@ -83,17 +81,12 @@ def write(work: str, repo: str, target: str, draft: str, val_chars: int) -> None
                    "split": "by document; see tools/train/README.md",
                    "tokens": token_counts, "tokenizer": f"SentencePiece BPE, {sp.get_piece_size()} pieces, byte fallback"}
 
-    tasks_rel = os.path.join(TESTBED, "tasks.jsonl")
-    n_cases = evaluate.write_cases(tokenizer_path, corpus_dir, os.path.join(repo, tasks_rel),
-                                   TASK_LENGTHS, TASK_DEPTHS, TASK_CASES)
     manifest: dict = {"validation_text": val_rel, "validation_tokens": len(val_ids),
                       "tokenizer": corpus_info["tokenizer"],
-                      "tasks": tasks_rel,
-                      "tasks_note": (f"{n_cases} held-out cases (haystacks from the test split): "
-                                     f"passkey, multikey, vt at {TASK_LENGTHS} tokens (prompt and "
-                                     f"answer, with BOS), {TASK_DEPTHS} depths, {TASK_CASES} each; "
-                                     "a case passes when greedy decoding of prompt (BOS added) "
-                                     "starts with answer")}
+                      "tasks_note": ("long-context cases come from `strata eval --task "
+                                     "passkey|multikey|vt` (multikey's haystack: --haystack "
+                                     f"{val_rel}), deterministic in --seed; --write-prompts "
+                                     "writes them for other engines")}
     total = 0
     for role, name in (("target", target), ("draft", draft)):
         ckpt = os.path.join(runs, name, "ckpt.pt")
