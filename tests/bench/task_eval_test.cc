@@ -1,0 +1,124 @@
+// `strata eval --task`: the scorer, the report's JSON, the prompts file, and a whole
+// run on stories260K (which retrieves nothing: the structure and totals are what is checked).
+#include "bench/task_eval.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_files.h"
+
+namespace strata::bench {
+namespace {
+
+using test_files::kStories;
+using test_files::TempFile;
+
+TEST(TaskScoreTest, LeadingWhitespaceIsDroppedAndTheAnswerMustComeFirst) {
+  EXPECT_TRUE(score_answer(" 41547.", "41547"));
+  EXPECT_TRUE(score_answer("41547", "41547"));
+  EXPECT_TRUE(score_answer("\n  41547 is it", "41547"));
+  EXPECT_FALSE(score_answer(" 41574.", "41547"));
+  EXPECT_FALSE(score_answer(" 4154", "41547"));  // cut short
+  EXPECT_FALSE(score_answer(" the key is 41547", "41547"));
+  EXPECT_FALSE(score_answer("", "41547"));
+  EXPECT_TRUE(score_answer(" ABCDE FGHIJ KLMNO", "ABCDE FGHIJ KLMNO"));
+  EXPECT_FALSE(score_answer(" ABCDE  FGHIJ KLMNO", "ABCDE FGHIJ KLMNO"));
+  // While decoding: undecided as long as the text may still become the answer.
+  EXPECT_FALSE(answer_verdict(" 415", "41547").has_value());
+  EXPECT_FALSE(answer_verdict("  ", "41547").has_value());
+  EXPECT_EQ(answer_verdict(" 416", "41547"), std::optional<bool>(false));
+  EXPECT_EQ(answer_verdict(" 415478", "41547"), std::optional<bool>(true));
+}
+
+TaskEvalReport two_by_two() {
+  TaskEvalReport r;
+  r.model_path = "m.gguf";
+  r.task = LongTask::kVt;
+  r.seed = 3;
+  r.samples = 2;
+  r.lengths = {1024, 2048};
+  r.depths = {0, 1};
+  r.cells = {{1024, 0, 2, 2}, {2048, 0, 1, 2}, {1024, 1, 0, 2}, {2048, 1, 1, 2}};
+  r.correct = 4;
+  r.total = 8;
+  r.ran = true;
+  return r;
+}
+
+TEST(TaskReportTest, JsonHasTheTaskAccuracyAndCells) {
+  const nlohmann::json j = nlohmann::json::parse(format_task_json(two_by_two()));
+  EXPECT_EQ(j["task"], "vt");
+  EXPECT_DOUBLE_EQ(j["accuracy"].get<double>(), 0.5);
+  EXPECT_EQ(j["seed"], 3);
+  EXPECT_EQ(j["samples"], 2);
+  ASSERT_EQ(j["cells"].size(), 4u);
+  const nlohmann::json& c = j["cells"][1];
+  EXPECT_EQ(c["length"], 2048);
+  EXPECT_EQ(c["depth"], 0.0);
+  EXPECT_EQ(c["correct"], 1);
+  EXPECT_EQ(c["total"], 2);
+  const std::string table = format_task_table(two_by_two());
+  EXPECT_NE(table.find(" 0.00     1.00    0.50"), std::string::npos) << table;
+  EXPECT_NE(table.find("overall accuracy 0.500 (4/8)"), std::string::npos) << table;
+}
+
+TaskEvalOptions stories_passkey() {
+  TaskEvalOptions o;
+  o.engine.model_path = kStories;
+  o.engine.threads = 2;
+  o.task = LongTask::kPasskey;
+  o.lengths = {256};
+  o.depths = {0, 1};
+  o.samples = 2;
+  o.seed = 1;
+  return o;
+}
+
+TEST(TaskEvalTest, PromptsAreWrittenAsJsonLinesWithoutLoadingTheModel) {
+  TempFile prompts("prompts.jsonl");
+  TaskEvalOptions o = stories_passkey();
+  o.run = false;
+  o.prompts_path = prompts.path();
+  Result<TaskEvalReport> r = run_task_eval(o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->ran);
+  EXPECT_EQ(r->total, 4);
+  std::ifstream in(prompts.path());
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 4u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["length"], 256);
+    EXPECT_EQ(lines[i]["depth"], i < 2 ? 0.0 : 1.0);
+    const std::string prompt = lines[i]["prompt"], answer = lines[i]["answer"];
+    EXPECT_TRUE(prompt.starts_with("There is an important info"));
+    EXPECT_NE(prompt.find("The pass key is " + answer + "."), std::string::npos);
+  }
+}
+
+TEST(TaskEvalTest, PasskeyRunOnStoriesCountsEveryCase) {
+  Result<TaskEvalReport> r = run_task_eval(stories_passkey());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->ran);
+  EXPECT_EQ(r->total, 4);
+  EXPECT_LE(r->correct, r->total);
+  EXPECT_GT(r->prompt_tokens, 4u * 240);
+  EXPECT_LE(r->prompt_tokens, 4u * 256);
+  ASSERT_EQ(r->cells.size(), 2u);
+  EXPECT_EQ(r->cells[0].depth, 0.0);
+  EXPECT_EQ(r->cells[1].depth, 1.0);
+  int correct = 0;
+  for (const TaskCell& c : r->cells) {
+    EXPECT_EQ(c.length, 256);
+    EXPECT_EQ(c.total, 2);
+    correct += c.correct;
+  }
+  EXPECT_EQ(correct, r->correct);
+  // The same run again scores the same (greedy decoding of the same prompts).
+  EXPECT_EQ(run_task_eval(stories_passkey())->correct, r->correct);
+}
+
+}  // namespace
+}  // namespace strata::bench
