@@ -1,4 +1,4 @@
-// `strata eval --task`: the scorer, the report's JSON, the prompts file, and a whole
+// `strata eval --task`: the scorer, the report's JSON, the prompts file, the heatmap, and a whole
 // run on stories260K (which retrieves nothing: the structure and totals are what is checked).
 #include "bench/task_eval.h"
 
@@ -7,12 +7,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "bench/heatmap.h"
 #include "test_files.h"
 
 namespace strata::bench {
 namespace {
 
 using test_files::kStories;
+using test_files::read_bytes;
 using test_files::TempFile;
 
 TEST(TaskScoreTest, LeadingWhitespaceIsDroppedAndTheAnswerMustComeFirst) {
@@ -62,6 +64,31 @@ TEST(TaskReportTest, JsonHasTheTaskAccuracyAndCells) {
   const std::string table = format_task_table(two_by_two());
   EXPECT_NE(table.find(" 0.00     1.00    0.50"), std::string::npos) << table;
   EXPECT_NE(table.find("overall accuracy 0.500 (4/8)"), std::string::npos) << table;
+}
+
+TEST(TaskReportTest, HeatmapColoursCellsByAccuracyAndIsAPng) {
+  const Image image = render_heatmap(two_by_two());
+  ASSERT_GT(image.width, 2 * 80);
+  ASSERT_EQ(image.rgb.size(), static_cast<size_t>(image.width) * image.height * 3);
+  uint8_t red[3], green[3];
+  accuracy_colour(0, red);
+  accuracy_colour(1, green);
+  EXPECT_GT(red[0], red[1]);
+  EXPECT_GT(green[1], green[0]);
+  // Cells are the only pixels of these colours: a green one (1.00) and a red one (0.00).
+  size_t greens = 0, reds = 0;
+  for (size_t p = 0; p < image.rgb.size(); p += 3) {
+    greens += std::equal(green, green + 3, &image.rgb[p]);
+    reds += std::equal(red, red + 3, &image.rgb[p]);
+  }
+  EXPECT_GT(greens, 1000u);
+  EXPECT_GT(reds, 1000u);
+  TempFile png("heatmap.png");
+  ASSERT_TRUE(write_heatmap_png(png.path(), two_by_two()).ok());
+  const std::vector<uint8_t> bytes = read_bytes(png.path());
+  ASSERT_GT(bytes.size(), 8u);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 8),
+            (std::vector<uint8_t>{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}));
 }
 
 TaskEvalOptions stories_passkey() {
