@@ -149,7 +149,10 @@ Result<TaskEvalReport> run_task_eval(const TaskEvalOptions& o) {
                           make_task_cases(o, [&tk](std::string_view text, bool add_special) {
                             return tk.tokenize(text, add_special, false);
                           }));
-  if (!o.prompts_path.empty()) STRATA_RETURN_IF_ERROR(write_prompts_jsonl(o.prompts_path, cases));
+  // Without a run the prompts are written now; with one, after it, with what strata answered.
+  if (!o.run && !o.prompts_path.empty()) {
+    STRATA_RETURN_IF_ERROR(write_prompts_jsonl(o.prompts_path, cases, {}));
+  }
   TaskEvalReport r = empty_report(o);
   for (size_t k = 0; k < cases.size(); ++k) {
     ++r.cells[cell_of(r, k)].total;
@@ -180,19 +183,30 @@ Result<TaskEvalReport> run_task_eval(const TaskEvalOptions& o) {
     r.correct += correct;
   }
   r.ran = true;
+  if (!o.prompts_path.empty()) {
+    std::vector<std::string> generated;
+    for (const Decoding& d : decoded) generated.push_back(d.text);
+    STRATA_RETURN_IF_ERROR(write_prompts_jsonl(o.prompts_path, cases, generated));
+  }
   return r;
 }
 
-Status write_prompts_jsonl(const std::string& path, const std::vector<TaskCase>& cases) {
+Status write_prompts_jsonl(const std::string& path, const std::vector<TaskCase>& cases,
+                           const std::vector<std::string>& generated) {
   std::ofstream out(path, std::ios::binary);
   if (!out) return make_error(ErrorCode::kInvalidArgument, "cannot write " + path);
-  for (const TaskCase& c : cases) {
-    const nlohmann::json j = {{"prompt", c.prompt},
-                              {"answer", c.answer},
-                              {"length", c.length},
-                              {"depth", c.depth},
-                              {"task", long_task_name(c.task)},
-                              {"sample", c.sample}};
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const TaskCase& c = cases[k];
+    nlohmann::json j = {{"prompt", c.prompt},
+                        {"answer", c.answer},
+                        {"length", c.length},
+                        {"depth", c.depth},
+                        {"task", long_task_name(c.task)},
+                        {"sample", c.sample}};
+    if (k < generated.size()) {
+      j["generated"] = generated[k];
+      j["correct"] = score_answer(generated[k], c.answer);
+    }
     out << j.dump() << '\n';
   }
   out.flush();

@@ -26,7 +26,7 @@ struct TaskEvalOptions {
   std::string haystack_path;  // multikey's text: its non-empty lines
   int parallel = 8;           // sequences decoded at once (EngineOptions::max_sequences)
   bool run = true;            // false: make (and write) the prompts only, load no weights
-  std::string prompts_path;   // where to write the prompts as JSON lines ("": nowhere)
+  std::string prompts_path;   // where to write the prompts (and answers) as JSON lines ("": none)
 };
 
 struct TaskCell {
@@ -63,8 +63,11 @@ Result<TaskEvalReport> run_task_eval(const TaskEvalOptions& options);
 std::optional<bool> answer_verdict(std::string_view generated, std::string_view answer);
 bool score_answer(std::string_view generated, std::string_view answer);
 
-// One {"prompt", "answer", "length", "depth", "task", "sample"} object per line.
-Status write_prompts_jsonl(const std::string& path, const std::vector<TaskCase>& cases);
+// One {"prompt", "answer", "length", "depth", "task", "sample"} object per line; with
+// `generated` (one per case) also what strata wrote, up to where its score was settled, and
+// "correct".
+Status write_prompts_jsonl(const std::string& path, const std::vector<TaskCase>& cases,
+                           const std::vector<std::string>& generated);
 
 std::string format_task_table(const TaskEvalReport& report);
 // {"task", "accuracy", "correct", "total", "model", "seed", "samples", "seconds",

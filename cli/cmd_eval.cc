@@ -67,7 +67,8 @@ void add_task_flags(CLI::App& sub, EvalFlags& f) {
   auto* plot = sub.add_option("--plot", f.plot_path,
                               "--task: write the accuracy as a depth x length heatmap (PNG)");
   sub.add_option("--write-prompts", t.prompts_path,
-                 "--task: write every prompt as a JSON line {prompt, answer, length, depth}");
+                 "--task: write every prompt as a JSON line {prompt, answer, length, depth}, with "
+                 "strata's answer (generated, correct) when it runs them");
   auto* no_run = sub.add_flag("!--no-run", t.run,
                               "--task: make (and write) the prompts only; reads the model's "
                               "vocabulary, not its weights");

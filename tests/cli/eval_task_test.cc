@@ -31,6 +31,13 @@ std::string read_text(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::vector<nlohmann::json> read_json_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
 // Runs strata with the arguments (none of which needs quoting), at most 120 s.
 Outcome run_strata(const std::string& args) {
   const std::string out_path = temp_path("stdout"), err_path = temp_path("stderr");
@@ -64,13 +71,17 @@ TEST(EvalTaskCliTest, PasskeyRunPrintsJsonAndWritesThePlotAndPrompts) {
     EXPECT_LE(c["correct"].get<int>(), 2);
   }
   EXPECT_TRUE(read_text(png).starts_with("\x89PNG"));
-  std::ifstream lines(prompts);
-  int n = 0;
-  for (std::string line; std::getline(lines, line); ++n) {
-    const nlohmann::json p = nlohmann::json::parse(line);
-    for (const char* key : {"prompt", "answer", "length", "depth"}) EXPECT_TRUE(p.contains(key));
+  // A run writes what strata answered beside each prompt, and whether that was right.
+  const std::vector<nlohmann::json> ran = read_json_lines(prompts);
+  ASSERT_EQ(ran.size(), 4u);
+  int correct = 0;
+  for (const nlohmann::json& p : ran) {
+    for (const char* key : {"prompt", "answer", "length", "depth", "generated", "correct"}) {
+      EXPECT_TRUE(p.contains(key)) << key;
+    }
+    correct += p["correct"].get<bool>();
   }
-  EXPECT_EQ(n, 4);
+  EXPECT_EQ(correct, j["correct"].get<int>());
   std::filesystem::remove(png);
 
   // --no-run writes the same prompts without decoding them.
@@ -81,7 +92,15 @@ TEST(EvalTaskCliTest, PasskeyRunPrintsJsonAndWritesThePlotAndPrompts) {
                                     again);
   ASSERT_EQ(no_run.exit_code, 0) << no_run.err;
   EXPECT_NE(no_run.out.find("4 cases"), std::string::npos) << no_run.out;
-  EXPECT_EQ(read_text(again), read_text(prompts));
+  const std::vector<nlohmann::json> made = read_json_lines(again);
+  ASSERT_EQ(made.size(), ran.size());
+  for (size_t i = 0; i < made.size(); ++i) {
+    EXPECT_FALSE(made[i].contains("generated"));
+    nlohmann::json prompt_only = ran[i];
+    prompt_only.erase("generated");
+    prompt_only.erase("correct");
+    EXPECT_EQ(made[i], prompt_only);
+  }
   std::filesystem::remove(again);
   std::filesystem::remove(prompts);
 }
