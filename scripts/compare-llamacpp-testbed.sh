@@ -97,15 +97,16 @@ def sh(cmd):
 def ids_of(listing):  # llama.cpp's "[ 'piece':id, ... ]"
     return [int(x) for x in re.findall(r"':(\d+)(?=, '|\s*\]$)", listing.strip())]
 
-def run_llama(prompt, n, ctx):
+def run_llama(prompt, n, ctx, ids=True):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write(prompt)
     # -v logs the prompt's ids ("tokens: [...]") and every batch it evaluates ("eval: [...]"); the
-    # last sampled token is never evaluated, so one more is asked for than is kept.
-    out, err = sh([llama, "-m", model, "-f", f.name, "-n", str(n + 1), "-c", str(ctx),
+    # last sampled token is never evaluated, so one more is asked for than is kept (and the text
+    # then has that one more token).
+    out, err = sh([llama, "-m", model, "-f", f.name, "-n", str(n + ids), "-c", str(ctx),
                    "-t", threads, "--temp", "0", "--top-k", "1", "--repeat-penalty", "1",
                    "--seed", "1", "-no-cnv", "--no-display-prompt", "--no-escape", "--no-warmup",
-                   "-v"])
+                   ] + ["-v"] * ids)
     os.unlink(f.name)
     m = re.search(r"^tokens: (\[.*\])$", err, re.M)
     prompt_ids = ids_of(m.group(1)) if m else []
@@ -133,7 +134,7 @@ if mode == "greedy":
     for k, line in enumerate(picks):
         prompt = line[:re.match(r"(\s*\S+){20}", line).end()]
         sp = [int(x) for x in sh([strata, "tokenize", "-m", model, "-p", prompt, "--ids"])[0].split()]
-        lp, lg, leos, ltext = run_llama(prompt, ngen, 512)
+        lp, lg, leos, _ = run_llama(prompt, ngen, 512)
         sg, seos = run_strata(prompt, ngen, 512, True)
         stext, _ = run_strata(prompt, ngen, 512, False)
         print(f"\nprompt {k + 1} ({len(sp)} tokens with BOS): {prompt!r}")
@@ -148,7 +149,7 @@ if mode == "greedy":
         a = f"{sg[d]} {piece(sg[d])!r}" if d < len(sg) else "EOS" if seos else "end"
         b = f"{lg[d]} {piece(lg[d])!r}" if d < len(lg) else "EOS" if leos else "end"
         print(f"  DIFFER at generated token {d}: strata {a}, llama.cpp {b}")
-        print(f"  strata:    {stext!r}\n  llama.cpp: {ltext!r}")
+        print(f"  strata:    {stext!r}\n  llama.cpp: {run_llama(prompt, ngen, 512, False)[3]!r}")
     print(f"\ngreedy: {same} of 5 identical")
 else:
     rows = [json.loads(l) for l in open(src, encoding="utf-8") if l.strip()]
@@ -164,7 +165,7 @@ else:
     for k, r in enumerate(rows):
         ans = str(r["answer"])
         ctx = int(os.environ.get("TESTBED_CTX", "8300"))  # prompts are up to 8,192 tokens
-        lt = run_llama(r["prompt"], ngen, ctx)[3]
+        lt = run_llama(r["prompt"], ngen, ctx, False)[3]
         st = theirs[k] if theirs is not None else run_strata(r["prompt"], ngen, ctx, False)[0]
         la, sa = lt.lstrip()[:len(ans)], st.lstrip()[:len(ans)]
         hit_l += la == ans
