@@ -6,11 +6,13 @@
 #   b. greedy continuations (64 tokens) of 5 prompts cut from spread-out line starts of the text,
 #      by `strata run` and by llama-cli: prompt token ids and generated token ids compared, with the
 #      first differing token named;
-#   c. with --prompts FILE.jsonl ({"prompt", "answer", ...} per line, prompts without BOS): llama-cli
-#      answers each prompt greedily; exact match is the generated text, leading whitespace dropped,
-#      starting with the answer. strata answers too (or --strata-answers FILE.jsonl gives its answers,
-#      one {"generated": TEXT} per line in the same order), and the share of prompts where both give
-#      the same answer (the first len(answer) characters) is printed.
+#   c. with --prompts FILE.jsonl ({"prompt", "answer", ...} per line, prompts without BOS, as
+#      `strata eval --task T --write-prompts FILE.jsonl` writes them): llama-cli answers each prompt
+#      greedily; exact match is the generated text, leading whitespace dropped, starting with the
+#      answer. strata answers too, or --strata-answers FILE.jsonl gives its answers (one
+#      {"generated": TEXT} per line in the same order: the file strata eval wrote when it ran the
+#      prompts), and the share of prompts where both give the same answer (the first len(answer)
+#      characters) is printed.
 #
 #   scripts/compare-llamacpp-testbed.sh MODEL.gguf TEXT [-t THREADS] [--chunks N] [--no-ppl]
 #       [--no-greedy] [--prompts FILE.jsonl [--strata-answers FILE.jsonl] [-n TOKENS]]
