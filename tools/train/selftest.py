@@ -27,7 +27,7 @@ from model import Llama, ModelConfig  # noqa: E402
 def check_tasks(sp, hay) -> None:
     enc = tasks.SegmentEncoder(sp)
     rng = np.random.default_rng(0)
-    for task in ("passkey", "multikey", "multikey2", "vt"):
+    for task in ("passkey", "multikey", "multikey2", "vt", "repeat"):
         for _ in range(50):
             n = int(rng.integers(250, 3000))
             case = tasks.make_case(task, enc, rng, n, float(rng.random()), hay)
@@ -70,7 +70,7 @@ def check_data(stream, sp, hay) -> None:
             assert 0 <= a < e <= p.targets.shape[1]
             assert e == p.targets.shape[1] or int(p.targets[r, e]) == tok.EOS
             answer = sp.decode([int(t) for t in p.targets[r, a:e]])
-            assert task == "vt" or (answer.endswith(".") and answer[:-1].isdigit()), answer
+            assert task in ("vt", "repeat") or (answer.endswith(".") and answer[:-1].isdigit()), answer
     print("data: packed rows are whole cases with their answers located")
 
 

@@ -5,7 +5,9 @@ The formats are the published ones, so the models can be measured as others meas
 - multikey: RULER's niah_multikey_1 (Hsieh et al., 2024): four "special magic number" needles
   with different keys in real text (the essays there, this corpus here), one key asked for;
   multikey_2's haystack made of distractor needles is mixed into training as well;
-- vt: RULER's variable tracking, one chain of four hops in the repeated grass/sky filler.
+- vt: RULER's variable tracking, one chain of four hops in the repeated grass/sky filler;
+- repeat (training only): a list of numbers and names to repeat after filler, which supervises
+  the copying that retrieval needs on every token of the list.
 
 A case is a list of segments, each a text and the separator before it ("", " " or "\\n").
 Pieces never cross a space or a newline (SentencePiece splits at whitespace and has no newline
@@ -31,6 +33,7 @@ PASSKEY_QUESTION = "What is the pass key? The pass key is"
 
 MULTIKEY_INTRO = ("Some special magic numbers are hidden within the following text. Make sure to "
                   "memorize it. I will quiz you about the numbers afterwards.")
+REPEAT_INTRO = "Memorize the list hidden in the following text. I will ask you to repeat it."
 VT_INTRO = "Memorize and track the chain(s) of variable assignment hidden in the following text."
 
 ADJECTIVES = ("abundant agreeable ancient brave bright calm careful clever cold curious damp dark "
@@ -239,6 +242,23 @@ def vt(enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int, depth: floa
     return Case("vt", segs, " " + answer, depth, {"value": value, "names": names})
 
 
+def repeat(enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int, depth: float) -> Case:
+    """A list of numbers and key names, filler, then the list again: every token of the second
+    copy is predicted by finding the token before it in the first copy and copying the one after
+    (an induction head), the circuit retrieval rests on, supervised dozens of times per case
+    instead of once per answer."""
+    items = [digits(rng, int(rng.integers(3, 8))) if rng.random() < 0.6 else key_name(rng)
+             for _ in range(int(rng.integers(4, 13)))]
+    listed = " ".join(items)
+    head = [Segment(REPEAT_INTRO, "", "intro")]
+    needle = Segment(f"The list is: {listed}.", "\n", "needle")
+    tail = [Segment("Repeat the list. The list is:", "\n", "question"),
+            Segment(listed + ".", " ", "answer")]
+    segs, _ = assemble(enc, head, _first_on_new_line(garbage_units(rng)), [needle], [depth], tail,
+                       n_tokens)
+    return Case("repeat", segs, " " + listed + ".", depth, {"items": items})
+
+
 def make_case(task: str, enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int,
               depth: float, hay: Haystack | None) -> Case:
     if task == "passkey":
@@ -249,6 +269,8 @@ def make_case(task: str, enc: SegmentEncoder, rng: np.random.Generator, n_tokens
         return multikey(enc, rng, n_tokens, depth, hay, needle_haystack=True)
     if task == "vt":
         return vt(enc, rng, n_tokens, depth)
+    if task == "repeat":
+        return repeat(enc, rng, n_tokens, depth)
     raise ValueError(f"unknown task {task}")
 
 
