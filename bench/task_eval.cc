@@ -35,16 +35,16 @@ Status check_options(const TaskEvalOptions& o) {
   return ok_status();
 }
 
-// One case's decoding: the text so far and, once the answer is settled, whether it was right.
+// One case's decoding: the text of its answer_tokens + 4 greedy tokens.
 struct Decoding {
   std::string text;
-  std::optional<bool> verdict;
   FinishReason finish = FinishReason::kNone;
   std::string error;
 };
 
-// Submits every case, then steps the engine until all are done; a case stops decoding as soon
-// as its verdict is known (a wrong first digit settles it).
+// Submits every case, then steps the engine until all are done. Every case decodes all its
+// tokens, even once its score is settled: the text is what another engine's answer is compared
+// with (the prefill dominates the time anyway).
 Status decode_all(Engine& engine, const std::vector<TaskCase>& cases, std::vector<Decoding>& out) {
   out.assign(cases.size(), {});
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -53,15 +53,11 @@ Status decode_all(Engine& engine, const std::vector<TaskCase>& cases, std::vecto
     request.max_tokens = cases[i].answer_tokens + 4;
     request.sampling.temperature = 0;
     Decoding& d = out[i];
-    const std::string& answer = cases[i].answer;
-    auto on_token = [&d, &answer](const TokenEvent& e) {
+    auto on_token = [&d](const TokenEvent& e) {
       if (e.finish != FinishReason::kNone) d.finish = e.finish;
       if (e.finish == FinishReason::kError) d.error = e.error;
-      if (!d.verdict.has_value()) {
-        d.text += e.text;
-        d.verdict = answer_verdict(d.text, answer);
-      }
-      return !d.verdict.has_value();  // false cancels: the rest cannot change the score
+      d.text += e.text;
+      return true;
     };
     STRATA_ASSIGN_OR_RETURN(uint64_t id, engine.submit(request, on_token));
     (void)id;
@@ -103,19 +99,12 @@ std::string printf_string(const char* format, auto... args) {
 
 }  // namespace
 
-std::optional<bool> answer_verdict(std::string_view generated, std::string_view answer) {
+bool score_answer(std::string_view generated, std::string_view answer) {
   size_t start = 0;
   while (start < generated.size() && std::isspace(static_cast<unsigned char>(generated[start]))) {
     ++start;
   }
-  const std::string_view text = generated.substr(start);
-  if (text.size() >= answer.size()) return text.substr(0, answer.size()) == answer;
-  if (answer.substr(0, text.size()) != text) return false;
-  return std::nullopt;
-}
-
-bool score_answer(std::string_view generated, std::string_view answer) {
-  return answer_verdict(generated, answer).value_or(false);
+  return generated.substr(start).starts_with(answer);
 }
 
 Result<std::vector<TaskCase>> make_task_cases(const TaskEvalOptions& o,
@@ -178,7 +167,7 @@ Result<TaskEvalReport> run_task_eval(const TaskEvalOptions& o) {
   STRATA_RETURN_IF_ERROR(decode_all(*engine, cases, decoded));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (size_t k = 0; k < cases.size(); ++k) {
-    const bool correct = decoded[k].verdict.value_or(false);
+    const bool correct = score_answer(decoded[k].text, cases[k].answer);
     r.cells[cell_of(r, k)].correct += correct;
     r.correct += correct;
   }

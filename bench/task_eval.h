@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,9 +57,7 @@ Result<std::vector<TaskCase>> make_task_cases(const TaskEvalOptions& options,
 // the model and scores every case.
 Result<TaskEvalReport> run_task_eval(const TaskEvalOptions& options);
 
-// Whether the generated text, leading whitespace dropped, starts with the answer; nullopt while
-// it is still a prefix of the answer (so decoding may stop once it is decided).
-std::optional<bool> answer_verdict(std::string_view generated, std::string_view answer);
+// Whether the generated text, leading whitespace dropped, starts with the answer.
 bool score_answer(std::string_view generated, std::string_view answer);
 
 // One {"prompt", "answer", "length", "depth", "task", "sample"} object per line; with
