@@ -55,6 +55,12 @@ for f in "$MODEL" "$TEXT" ${PROMPTS:+"$PROMPTS"} ${ANSWERS:+"$ANSWERS"}; do
 done
 command -v python3 > /dev/null || { echo "error: python3 is needed to read the outputs" >&2; exit 2; }
 
+# strata's f16 KV attention rounds as llama.cpp's CPU flash attention does (docs/numerics.md), so
+# llama.cpp runs with it: `-fa` in older trees, `-fa on` where the flag takes a value.
+fa_flags() {
+  if "$1" --help 2>&1 | grep -q -- '--flash-attn \[\?\(FA\|on\)'; then echo "-fa on"; else echo "-fa"; fi
+}
+
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 echo "model: $MODEL, text: $TEXT, threads: $THREADS"
@@ -64,7 +70,9 @@ if [[ $DO_PPL == 1 ]]; then
     > "$OUT/strata-ppl.json"
   limit=()
   [[ $CHUNKS == 0 ]] || limit=(--chunks "$CHUNKS")
+  # shellcheck disable=SC2046  # the flags split into words on purpose
   "$LLAMA_PERPLEXITY" -m "$MODEL" -f "$TEXT" -c 512 -b 512 -t "$THREADS" "${limit[@]}" \
+    $(fa_flags "$LLAMA_PERPLEXITY") \
     > "$OUT/llama-ppl.log" 2>&1
   python3 - "$OUT" <<'PY'
 import json, re, sys
@@ -87,7 +95,7 @@ fi
 # Runs both engines greedily on prompts; prints per-prompt verdicts (mode greedy) or answer scores.
 cat > "$OUT/drive.py" <<'PY'
 import json, os, re, subprocess, sys, tempfile
-strata, llama, model, threads, mode, src, ngen, answers = sys.argv[1:9]
+strata, llama, model, threads, mode, src, ngen, answers, fa = sys.argv[1:10]
 ngen = int(ngen)
 
 def sh(cmd):
@@ -108,7 +116,7 @@ def run_llama(prompt, n, ctx, ids=True):
     out, err = sh([llama, "-m", model, "-f", f.name, "-n", str(n + ids), "-c", str(ctx),
                    "-t", threads, "--temp", "0", "--top-k", "1", "--repeat-penalty", "1",
                    "--seed", "1", "-no-cnv", "--no-display-prompt", "--no-escape", "--no-warmup",
-                   ] + ["-v"] * ids)
+                   ] + fa.split() + ["-v"] * ids)
     os.unlink(f.name)
     m = re.search(r"^tokens: (\[.*\])$", err, re.M)
     prompt_ids = ids_of(m.group(1)) if m else []
@@ -182,9 +190,10 @@ else:
 PY
 
 if [[ $DO_GREEDY == 1 ]]; then
-  python3 "$OUT/drive.py" "$STRATA" "$LLAMA_CLI" "$MODEL" "$THREADS" greedy "$TEXT" 64 ""
+  python3 "$OUT/drive.py" "$STRATA" "$LLAMA_CLI" "$MODEL" "$THREADS" greedy "$TEXT" 64 "" \
+    "$(fa_flags "$LLAMA_CLI")"
 fi
 if [[ -n $PROMPTS ]]; then
   python3 "$OUT/drive.py" "$STRATA" "$LLAMA_CLI" "$MODEL" "$THREADS" answers "$PROMPTS" "$NGEN" \
-    "$ANSWERS"
+    "$ANSWERS" "$(fa_flags "$LLAMA_CLI")"
 fi
