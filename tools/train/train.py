@@ -106,15 +106,20 @@ def lr_at(step: int, stages: list[Stage]) -> float:
     return t.min_lr + 0.5 * (start_lr - t.min_lr) * (1 + math.cos(math.pi * progress))
 
 
-def answer_hits(logits: torch.Tensor, targets: torch.Tensor, spans, kinds) -> dict[str, list[int]]:
-    """Per task, whether each answer's tokens are all the argmax (= greedy decoding's output)."""
-    hits: dict[str, list[int]] = {}
+def answer_hits(logits: torch.Tensor, targets: torch.Tensor, spans, kinds) -> dict[str, list[float]]:
+    """Per task, whether each answer's tokens are all the argmax (= greedy decoding's output),
+    under the task's name, and the share of its tokens that are, under "tok_" + the name (the
+    first shows a skill once it is there; the second shows it coming)."""
+    hits: dict[str, list[float]] = {}
     pred = logits.argmax(-1)
     for r, row_spans in enumerate(spans):
         for a, b, task in row_spans:
             b = min(b, targets.shape[1])
-            ok = a < b and bool((pred[r, a:b] == targets[r, a:b]).all())
-            hits.setdefault(task, []).append(int(ok))
+            if a >= b:
+                continue
+            right = pred[r, a:b] == targets[r, a:b]
+            hits.setdefault(task, []).append(float(right.all()))
+            hits.setdefault("tok_" + task, []).append(float(right.float().mean()))
     return hits
 
 
