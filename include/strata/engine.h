@@ -31,7 +31,7 @@ enum class KvPrecision { kF32, kF16 };
 // logits agree with it to ~1e-6. kFast reads each page once for a tile of up to 16 queries of
 // one sequence, in f32 with a vector exp (FlashAttention-2): much faster prompt processing over
 // long contexts; outputs within ~1e-6 relative of kExact on f32 pages, ~1e-3 on f16 pages (the
-// exact path's own f16 rounding).
+// exact path's own f16 rounding). A decode step (one query of its sequence) reads as kExact.
 enum class AttentionMode { kExact, kFast };
 
 // How the KV cache stores keys and values. Every page has its own precision, so tiers come as

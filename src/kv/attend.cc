@@ -50,10 +50,12 @@ void attend_exact(KvCache& cache, size_t layer, std::span<const QueryPos> querie
   run_tasks(queries, n_heads, head_dim, queries.size() * tasks_per_entry, pool, attend_task);
 }
 
-// The fast path: runs of entries of one sequence at ascending positions (a prompt chunk; a
-// decode entry is a run of one) cut into tiles of at most kTileQueries, and a task per tile and
-// KV head with the whole group of query heads as the tile's extra rows. The tiles depend on the
-// batch alone, never on the thread count, and so do the bits.
+// The fast path: runs of entries of one sequence at ascending positions (a prompt chunk) cut
+// into tiles of at most kTileQueries, and a task per tile and KV head with the whole group of
+// query heads as the tile's extra rows. A tile of one query (a decode step) takes the exact
+// path: its group of rows, padded to a tile's 16 lanes, would waste most of each score vector
+// (decode after a 2K prompt ran 20% slower that way). The tiles depend on the batch alone, never
+// on the thread count, and so do the bits.
 void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
                  float scale, const float* q, float* out, ThreadPool& pool) {
   const size_t head_dim = cache.shape().head_dim, n_kv_heads = cache.shape().n_kv_heads;
@@ -75,9 +77,14 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
     const size_t i = task / n_kv_heads, kv_head = task % n_kv_heads;
     const size_t first = tile_begin[i], count = tile_begin[i + 1] - first;
     const size_t at = first * stride + kv_head * group * head_dim;
+    float* work = scratch.data() + thread * floats;
+    if (count == 1) {  // decode: the exact path's dot products beat a tile of padded rows
+      attend_kv_head(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head,
+                     last[first] + size_t{1}, q + at, group, scale, out + at, work);
+      return;
+    }
     attend_kv_head_tile(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head, q + at,
-                        count, group, stride, &last[first], scale, out + at,
-                        scratch.data() + thread * floats);
+                        count, group, stride, &last[first], scale, out + at, work);
   };
   run_tasks(queries, n_heads, head_dim, n_tiles * n_kv_heads, pool, tile_task);
 }

@@ -18,7 +18,8 @@ using SeqId = uint64_t;
 // How attention reads the cache (kv::attend). kExact: query by query, position by position,
 // rounding as the reference engine does (kernels/attention.h). kFast: the queries of one
 // sequence in tiles, each page read once per tile, in f32 with a vector exp
-// (kernels/attention_tile.h); ~1e-6 from kExact on f32 pages.
+// (kernels/attention_tile.h); ~1e-6 from kExact on f32 pages. A lone query (decode) reads as
+// kExact.
 enum class AttentionMode { kExact, kFast };
 
 class KvCache {
