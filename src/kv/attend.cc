@@ -68,6 +68,10 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
     if (!extends) tile_begin.push_back(t);
   }
   const size_t n_tiles = tile_begin.size();
+  if (n_tiles == queries.size()) {  // decode only: the exact path, with its split of the heads
+    attend_exact(cache, layer, queries, n_heads, scale, q, out, pool);
+    return;
+  }
   tile_begin.push_back(queries.size());
   std::vector<uint32_t> last(queries.size());
   for (size_t t = 0; t < queries.size(); ++t) last[t] = queries[t].pos;
