@@ -60,6 +60,16 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
          },
          "KV cache precision: f16 (default) or f32")
       ->check(CLI::IsMember({"f16", "f32"}));
+  // exact matches the reference engine's attention numerics; fast reads each KV page once per
+  // tile of prompt tokens in f32, for long prompts.
+  sub.add_option_function<std::string>(
+         "--attention",
+         [&options](const std::string& mode) {
+           options.kv.attention = mode == "fast" ? AttentionMode::kFast : AttentionMode::kExact;
+         },
+         "attention: exact (default; rounds as the reference engine does) or fast (tiles of "
+         "prompt tokens in f32, FlashAttention-2 style; faster over long prompts)")
+      ->check(CLI::IsMember({"exact", "fast"}));
   sub.add_option("--kv-pages", options.kv.pages,
                  "KV cache pages (0: the context for every parallel sequence); fewer let more "
                  "sequences run while they are short: one short of pages waits, or the most "

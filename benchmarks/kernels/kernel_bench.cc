@@ -1,6 +1,7 @@
 // Kernel throughput: matvec GB/s of weight bytes per type (the decode bound), matmul with 64
 // tokens (prompt processing) and 16 (a decode step of 16 batched streams), and a STREAM-like
-// read baseline to quote GB/s against.
+// read baseline to quote GB/s against; and attention over a 2K-position prefill, the exact
+// position-by-position path against the tile kernel.
 //
 //   strata_kernel_bench --benchmark_filter=Matvec/q4_0
 //
@@ -17,6 +18,8 @@
 #include "base/aligned.h"
 #include "base/dtype.h"
 #include "base/fp16.h"
+#include "kernels/attention.h"
+#include "kernels/attention_tile.h"
 #include "kernels/matmul.h"
 #include "platform/thread_pool.h"
 
@@ -152,7 +155,79 @@ void BM_ReadBandwidth(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
 }
 
+// The last prompt chunk (128 queries, positions 1920..2047) of a 2048-position prefill: head_dim
+// 64, 4 query heads over 2 KV heads, pages of 32 positions. Args: tile (0: attend_rows, the
+// exact path; 1: the tile kernel, 16 queries a tile), f16 pages. One thread.
+void BM_AttentionPrefill(benchmark::State& state) {
+  constexpr size_t kCtx = 2048, kQueries = 128, kHeadDim = 64, kHeads = 4, kKvHeads = 2;
+  constexpr size_t kPage = 32, kGroup = kHeads / kKvHeads, kTile = 16;
+  const bool tile = state.range(0) != 0, f16 = state.range(1) != 0;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist;
+  // Per KV head, its keys and values [kCtx][kHeadDim] (pages back to back).
+  std::vector<float> k(kKvHeads * kCtx * kHeadDim), v(k.size());
+  std::vector<float> q(kQueries * kHeads * kHeadDim), out(q.size());
+  for (float& x : k) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+  for (float& x : v) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+  for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  for (size_t i = 0; i < k.size(); ++i) k16[i] = fp32_to_fp16(k[i]), v16[i] = fp32_to_fp16(v[i]);
+  std::vector<uint32_t> last(kQueries);
+  for (size_t i = 0; i < kQueries; ++i) last[i] = static_cast<uint32_t>(kCtx - kQueries + i);
+  std::vector<float> buffer(attention_tile_floats(kTile * kGroup, kHeadDim));
+  const float scale = 0.125f;
+  const size_t stride = kHeads * kHeadDim;
+  for (auto _ : state) {
+    for (size_t h = 0; h < kKvHeads; ++h) {
+      const size_t kv = h * kCtx * kHeadDim;
+      if (tile) {
+        for (size_t first = 0; first < kQueries; first += kTile) {
+          const size_t at = first * stride + h * kGroup * kHeadDim;
+          AttentionTile t = begin_attention_tile(buffer.data(), &q[at], kTile, kGroup, stride,
+                                                 kHeadDim, &last[first]);
+          for (size_t start = 0; start <= last[first + kTile - 1]; start += kPage) {
+            const size_t n = std::min(kPage, last[first + kTile - 1] + 1 - start);
+            const size_t row = kv + start * kHeadDim;
+            if (f16) {
+              attend_tile_f16(t, &k16[row], &v16[row], n, start, scale);
+            } else {
+              attend_tile_f32(t, &k[row], &v[row], n, start, scale);
+            }
+          }
+          finish_attention_tile(t, &out[at], stride);
+        }
+        continue;
+      }
+      for (size_t i = 0; i < kQueries; ++i) {
+        OnlineSoftmax st[kGroup];
+        float* acc = &out[i * stride + h * kGroup * kHeadDim];
+        std::fill_n(acc, kGroup * kHeadDim, 0.0f);
+        for (size_t start = 0; start <= last[i]; start += kPage) {
+          const size_t n = std::min<size_t>(kPage, last[i] + 1 - start);
+          const size_t row = kv + start * kHeadDim;
+          const float* qi = &q[i * stride + h * kGroup * kHeadDim];
+          if (f16) {
+            attend_rows_f16(&k16[row], &v16[row], n, kHeadDim, qi, kGroup, scale, st, acc);
+          } else {
+            attend_rows_f32(&k[row], &v[row], n, kHeadDim, qi, kGroup, scale, st, acc);
+          }
+        }
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string(tile ? "tile " : "rows ") + (f16 ? "f16 " : "f32 ") +
+                 active_simd_target());
+  // Query-key pairs per second.
+  state.SetItemsProcessed(
+      static_cast<int64_t>(state.iterations() * kQueries * kHeads * (kCtx - kQueries / 2)));
+}
+
 void register_benchmarks() {
+  benchmark::RegisterBenchmark("AttentionPrefill", BM_AttentionPrefill)
+      ->ArgsProduct({{0, 1}, {1, 0}})
+      ->ArgNames({"tile", "f16"})
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)
       ->Arg(1)
       ->Arg(2)

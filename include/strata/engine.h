@@ -26,6 +26,14 @@ using TokenId = int32_t;
 // Storage precision of KV cache pages.
 enum class KvPrecision { kF32, kF16 };
 
+// How attention reads the KV cache. kExact rounds as the reference engine's CPU attention does
+// (an f16 accumulator rounded after every key on f16 pages, std::exp per key), query by query:
+// logits agree with it to ~1e-6. kFast reads each page once for a tile of up to 16 queries of
+// one sequence, in f32 with a vector exp (FlashAttention-2): much faster prompt processing over
+// long contexts; outputs within ~1e-6 relative of kExact on f32 pages, ~1e-3 on f16 pages (the
+// exact path's own f16 rounding). A decode step (one query of its sequence) reads as kExact.
+enum class AttentionMode { kExact, kFast };
+
 // How the KV cache stores keys and values. Every page has its own precision, so tiers come as
 // fields here: later, older pages re-encoded to a warm (int8/fp8) and a cold (int4 with
 // per-group scales) precision, a number of recent and sink pages kept hot.
@@ -38,6 +46,10 @@ struct KvCachePolicy {
   // recently admitted sequence is preempted (its pages freed, its keys and values recomputed
   // from its tokens later).
   int pages = 0;
+  // How attention reads the pages. Here rather than in EngineOptions: like the precision above,
+  // it is a choice of the cache's numerics (kExact is what makes f16 pages match the reference
+  // engine), and it travels with the cache to kv::attend, the one place that reads pages.
+  AttentionMode attention = AttentionMode::kExact;
 };
 
 struct EngineOptions {

@@ -74,6 +74,10 @@ kv::KvPrecision kv_precision(KvPrecision p) {
   return p == KvPrecision::kF32 ? kv::KvPrecision::kF32 : kv::KvPrecision::kF16;
 }
 
+kv::AttentionMode kv_attention_mode(AttentionMode mode) {
+  return mode == AttentionMode::kFast ? kv::AttentionMode::kFast : kv::AttentionMode::kExact;
+}
+
 }  // namespace
 
 Status check_thread_count(int threads) {
@@ -129,6 +133,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   STRATA_RETURN_IF_ERROR(check_kv_fits(kv_bytes, impl->model->weights().bytes, context,
                                        static_cast<size_t>(options.max_sequences)));
   impl->kv = std::make_unique<kv::KvManager>(kv_shape, std::span<const kv::ArenaSpec>(&hot, 1));
+  impl->kv->cache().set_attention_mode(kv_attention_mode(options.kv.attention));
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
       std::make_unique<engine::Scheduler>(*impl->kv, static_cast<size_t>(options.max_sequences),

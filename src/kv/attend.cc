@@ -2,16 +2,35 @@
 
 #include <vector>
 
+#include "kernels/attention_tile.h"
 #include "kv/paged_attention.h"
 
 namespace strata::kv {
 namespace {
 // Multiply-adds of q·k and p·v below which attention is not worth spreading over threads.
 constexpr size_t kMinParallelAttentionWork = size_t{1} << 15;
-}  // namespace
+// Queries of one sequence per tile in the fast path: each page is read (and converted to f32)
+// once per tile, and the tile's last queries compute scores the causal mask then drops for up
+// to this many positions; 16 queries with their group of heads keep a tile's queries and
+// accumulators (2 * 16 * group * head_dim floats) in L1.
+constexpr size_t kTileQueries = 16;
 
-void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
-            float scale, const float* q, float* out, ThreadPool& pool) {
+// Handing work to other threads costs microseconds (more when cores are shared), so a small
+// attention (short contexts, small heads) runs on the calling thread.
+template <class Task>
+void run_tasks(std::span<const QueryPos> queries, size_t n_heads, size_t head_dim, size_t tasks,
+               ThreadPool& pool, Task& task) {
+  size_t work = 0;
+  for (const QueryPos& e : queries) work += (e.pos + 1) * n_heads * head_dim;
+  if (work < kMinParallelAttentionWork) {
+    for (size_t i = 0; i < tasks; ++i) task(i, 0);
+  } else {
+    pool.parallel_for(tasks, task);
+  }
+}
+
+void attend_exact(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
+                  float scale, const float* q, float* out, ThreadPool& pool) {
   const size_t head_dim = cache.shape().head_dim;
   const size_t group = n_heads / cache.shape().n_kv_heads;
   // A task is `heads` adjacent query heads of one KV head (grouped-query attention): they read
@@ -28,15 +47,60 @@ void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, siz
                    q + (t * n_heads + h) * head_dim, heads, scale,
                    out + (t * n_heads + h) * head_dim, scratch.data() + thread * heads * head_dim);
   };
-  // Handing work to other threads costs microseconds (more when cores are shared), so a small
-  // attention (short contexts, small heads) runs on the calling thread.
-  size_t work = 0;
-  for (const QueryPos& e : queries) work += (e.pos + 1) * n_heads * head_dim;
-  const size_t tasks = queries.size() * tasks_per_entry;
-  if (work < kMinParallelAttentionWork) {
-    for (size_t task = 0; task < tasks; ++task) attend_task(task, 0);
+  run_tasks(queries, n_heads, head_dim, queries.size() * tasks_per_entry, pool, attend_task);
+}
+
+// The fast path: runs of entries of one sequence at ascending positions (a prompt chunk) cut
+// into tiles of at most kTileQueries, and a task per tile and KV head with the whole group of
+// query heads as the tile's extra rows. A tile of one query (a decode step) takes the exact
+// path: its group of rows, padded to a tile's 16 lanes, would waste most of each score vector
+// (decode after a 2K prompt ran 20% slower that way). The tiles depend on the batch alone, never
+// on the thread count, and so do the bits.
+void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
+                 float scale, const float* q, float* out, ThreadPool& pool) {
+  const size_t head_dim = cache.shape().head_dim, n_kv_heads = cache.shape().n_kv_heads;
+  const size_t group = n_heads / n_kv_heads, stride = n_heads * head_dim;
+  std::vector<size_t> tile_begin;
+  for (size_t t = 0; t < queries.size(); ++t) {
+    const bool extends = t > 0 && queries[t].seq == queries[t - 1].seq &&
+                         queries[t].pos > queries[t - 1].pos &&
+                         t - tile_begin.back() < kTileQueries;
+    if (!extends) tile_begin.push_back(t);
+  }
+  const size_t n_tiles = tile_begin.size();
+  if (n_tiles == queries.size()) {  // decode only: the exact path, with its split of the heads
+    attend_exact(cache, layer, queries, n_heads, scale, q, out, pool);
+    return;
+  }
+  tile_begin.push_back(queries.size());
+  std::vector<uint32_t> last(queries.size());
+  for (size_t t = 0; t < queries.size(); ++t) last[t] = queries[t].pos;
+  const size_t floats = kernels::attention_tile_floats(kTileQueries * group, head_dim);
+  std::vector<float> scratch(pool.num_threads() * floats);
+  auto tile_task = [&](size_t task, size_t thread) {
+    const size_t i = task / n_kv_heads, kv_head = task % n_kv_heads;
+    const size_t first = tile_begin[i], count = tile_begin[i + 1] - first;
+    const size_t at = first * stride + kv_head * group * head_dim;
+    float* work = scratch.data() + thread * floats;
+    if (count == 1) {  // decode: the exact path's dot products beat a tile of padded rows
+      attend_kv_head(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head,
+                     last[first] + size_t{1}, q + at, group, scale, out + at, work);
+      return;
+    }
+    attend_kv_head_tile(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head, q + at,
+                        count, group, stride, &last[first], scale, out + at, work);
+  };
+  run_tasks(queries, n_heads, head_dim, n_tiles * n_kv_heads, pool, tile_task);
+}
+
+}  // namespace
+
+void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
+            float scale, const float* q, float* out, ThreadPool& pool) {
+  if (cache.attention_mode() == AttentionMode::kFast) {
+    attend_fast(cache, layer, queries, n_heads, scale, q, out, pool);
   } else {
-    pool.parallel_for(tasks, attend_task);
+    attend_exact(cache, layer, queries, n_heads, scale, q, out, pool);
   }
 }
 

@@ -22,6 +22,7 @@ struct QueryPos {
 // q and out are [queries][n_heads][head_dim]; query head h reads KV head h / (n_heads /
 // n_kv_heads); scores are scale * q·k (the layer's attention scale, usually 1/sqrt(head_dim)).
 // Every position a query reads must already be written. Any thread count gives the same bits.
+// The cache's attention_mode() chooses the exact or the fast path (kv/kv_cache.h).
 void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
             float scale, const float* q, float* out, ThreadPool& pool);
 

@@ -15,12 +15,21 @@ namespace strata::kv {
 
 using SeqId = uint64_t;
 
+// How attention reads the cache (kv::attend). kExact: query by query, position by position,
+// rounding as the reference engine does (kernels/attention.h). kFast: the queries of one
+// sequence in tiles, each page read once per tile, in f32 with a vector exp
+// (kernels/attention_tile.h); ~1e-6 from kExact on f32 pages. A lone query (decode) reads as
+// kExact.
+enum class AttentionMode { kExact, kFast };
+
 class KvCache {
  public:
   KvCache(const KvShape& shape, size_t n_pages, KvPrecision precision);
   KvCache(const KvShape& shape, std::span<const ArenaSpec> arenas);
 
   const KvShape& shape() const { return pool_.shape(); }
+  AttentionMode attention_mode() const { return attention_mode_; }
+  void set_attention_mode(AttentionMode mode) { attention_mode_ = mode; }
   KvPool& pool() { return pool_; }
   const KvPool& pool() const { return pool_; }
 
@@ -62,6 +71,7 @@ class KvCache {
   size_t shared_pages_in(const SeqPages& s, size_t from, size_t to) const;
 
   KvPool pool_;
+  AttentionMode attention_mode_ = AttentionMode::kExact;
   std::unordered_map<SeqId, SeqPages> sequences_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "base/fp16.h"
 #include "kernels/attention.h"
+#include "kernels/attention_tile.h"
 
 namespace strata::kv {
 namespace {
@@ -49,6 +50,30 @@ void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, s
     const float inv = 1.0f / states[g].sum;
     for (size_t d = 0; d < head_dim; ++d) out[g * head_dim + d] *= inv;
   }
+}
+
+// The query stays f32 on f16 pages too: the fast path does not reproduce the reference engine's
+// rounding, so it keeps the more accurate product.
+void attend_kv_head_tile(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
+                         const float* q, size_t queries, size_t group, size_t query_stride,
+                         const uint32_t* last_pos, float scale, float* out, float* scratch) {
+  const size_t page_size = pool.shape().page_size;
+  const size_t head_dim = pool.shape().head_dim;
+  const size_t n_ctx = size_t{last_pos[queries - 1]} + 1;
+  kernels::AttentionTile tile =
+      kernels::begin_attention_tile(scratch, q, queries, group, query_stride, head_dim, last_pos);
+  for (size_t start = 0, p = 0; start < n_ctx; start += page_size, ++p) {
+    const KvHeadView view = pool.head(pages[p], layer, kv_head);
+    const size_t n = std::min(page_size, n_ctx - start);
+    if (view.precision == KvPrecision::kF16) {
+      kernels::attend_tile_f16(tile, static_cast<const uint16_t*>(view.keys),
+                               static_cast<const uint16_t*>(view.values), n, start, scale);
+    } else {
+      kernels::attend_tile_f32(tile, static_cast<const float*>(view.keys),
+                               static_cast<const float*>(view.values), n, start, scale);
+    }
+  }
+  kernels::finish_attention_tile(tile, out, query_stride);
 }
 
 }  // namespace strata::kv

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "kv/kv_pool.h"
@@ -17,5 +18,14 @@ namespace strata::kv {
 void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
                     size_t n_ctx, const float* q, size_t group, float scale, float* out,
                     float* scratch);
+
+// The fast path (AttentionMode::kFast): `queries` query rows of one sequence, each with the
+// group of query heads of kv_head, as one tile (kernels/attention_tile.h) over the pages
+// holding positions [0, last_pos[queries - 1]]; query i sees positions [0, last_pos[i]]
+// (ascending). Query i's head g is at q + i * query_stride + g * head_dim, and so is its output.
+// scratch holds kernels::attention_tile_floats(queries * group, head_dim) floats.
+void attend_kv_head_tile(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
+                         const float* q, size_t queries, size_t group, size_t query_stride,
+                         const uint32_t* last_pos, float scale, float* out, float* scratch);
 
 }  // namespace strata::kv
