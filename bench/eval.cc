@@ -193,7 +193,10 @@ Result<EvalReport> run_eval(const EvalOptions& o) {
   }
   std::unique_ptr<Engine> reference;
   if (!o.reference_path.empty()) {
-    STRATA_ASSIGN_OR_RETURN(reference, load_for(o.engine, o.reference_path, context));
+    EngineOptions reference_options = o.engine;
+    if (o.reference_kv_type) reference_options.kv.hot = *o.reference_kv_type;
+    if (o.reference_attention) reference_options.kv.attention = *o.reference_attention;
+    STRATA_ASSIGN_OR_RETURN(reference, load_for(reference_options, o.reference_path, context));
     if (reference->model().n_vocab != model->model().n_vocab) {
       return make_error(ErrorCode::kInvalidArgument,
                         "the reference has " + std::to_string(reference->model().n_vocab) +

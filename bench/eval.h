@@ -20,6 +20,11 @@ namespace strata::bench {
 struct EvalOptions {
   EngineOptions engine;        // the model under test; its context is set from the chunks
   std::string reference_path;  // optional: the model to compare with (loaded alongside)
+  // The reference's KV cache, where it differs from the model's. With the model file itself as
+  // the reference, this measures what a KV precision or attention mode costs: e.g. the model
+  // with fast attention against the same file with exact attention, in one run.
+  std::optional<KvPrecision> reference_kv_type;
+  std::optional<AttentionMode> reference_attention;
   // The input, one of:
   std::string text_path;    // a text, cut into chunks of chunk_tokens (see chunk_text)
   std::string tokens_path;  // token sequences, one per line as space-separated ids (two or more)
