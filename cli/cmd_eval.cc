@@ -88,24 +88,13 @@ Command add_eval_command(CLI::App& app) {
   auto* reference = sub->add_option(
       "--reference", o.reference_path,
       "the file to compare with, e.g. the F16 file the model was quantized from (both are loaded)");
-  auto* reference_kv = sub->add_option_function<std::string>(
-                              "--reference-kv-type",
-                              [&o](const std::string& type) {
-                                o.reference_kv_type =
-                                    type == "f16" ? KvPrecision::kF16 : KvPrecision::kF32;
-                              },
-                              "the reference's KV precision (default: the model's --kv-type)")
-                           ->check(CLI::IsMember({"f16", "f32"}));
-  auto* reference_attention =
-      sub->add_option_function<std::string>(
-             "--reference-attention",
-             [&o](const std::string& mode) {
-               o.reference_attention =
-                   mode == "fast" ? AttentionMode::kFast : AttentionMode::kExact;
-             },
-             "the reference's attention (default: the model's --attention); with the model file "
-             "as --reference, what fast attention or a KV type costs")
-          ->check(CLI::IsMember({"exact", "fast"}));
+  auto* reference_kv = add_kv_type_option(
+      *sub, "--reference-kv-type", [&o](KvPrecision p) { o.reference_kv_type = p; },
+      "the reference's KV precision (default: the model's --kv-type)");
+  auto* reference_attention = add_attention_option(
+      *sub, "--reference-attention", [&o](AttentionMode m) { o.reference_attention = m; },
+      "the reference's attention (default: the model's --attention); with the model file as "
+      "--reference, what fast attention or a KV type costs");
   reference_kv->needs(reference);
   reference_attention->needs(reference);
   auto* text = sub->add_option("-f,--file", o.text_path,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <string>
 
 #include "cli/commands.h"
@@ -38,6 +39,36 @@ CLI::Validator thread_count_validator() {
       "0.." + std::to_string(kMaxThreads), "thread count");
 }
 
+namespace {
+
+// An option whose value is one of `names`, handed to `set` as the value it names.
+template <class T>
+CLI::Option* add_named_option(CLI::App& sub, const std::string& name,
+                              const std::map<std::string, T>& names, std::function<void(T)> set,
+                              const std::string& help) {
+  return sub
+      .add_option_function<std::string>(
+          name, [&names, set = std::move(set)](const std::string& v) { set(names.at(v)); }, help)
+      ->check(CLI::IsMember(names));
+}
+
+const std::map<std::string, KvPrecision> kKvTypes = {{"f16", KvPrecision::kF16},
+                                                     {"f32", KvPrecision::kF32}};
+const std::map<std::string, AttentionMode> kAttentionModes = {{"exact", AttentionMode::kExact},
+                                                              {"fast", AttentionMode::kFast}};
+
+}  // namespace
+
+CLI::Option* add_kv_type_option(CLI::App& sub, const std::string& name,
+                                std::function<void(KvPrecision)> set, const std::string& help) {
+  return add_named_option(sub, name, kKvTypes, std::move(set), help);
+}
+
+CLI::Option* add_attention_option(CLI::App& sub, const std::string& name,
+                                  std::function<void(AttentionMode)> set, const std::string& help) {
+  return add_named_option(sub, name, kAttentionModes, std::move(set), help);
+}
+
 void add_model_flags(CLI::App& sub, EngineOptions& options) {
   sub.add_option("-m,--model", options.model_path, "GGUF model file")->required();
   sub.add_option("-t,--threads", options.threads, "threads (0: one per core)")
@@ -53,23 +84,15 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
                "the interleaved kernels (x86 with AVX2 or AVX-512)");
   // f16 halves the cache and matches the reference engine's numerics; f32 accumulates attention
   // exactly, for long contexts where f16 rounding adds up.
-  sub.add_option_function<std::string>(
-         "--kv-type",
-         [&options](const std::string& type) {
-           options.kv.hot = type == "f16" ? KvPrecision::kF16 : KvPrecision::kF32;
-         },
-         "KV cache precision: f16 (default) or f32")
-      ->check(CLI::IsMember({"f16", "f32"}));
+  add_kv_type_option(
+      sub, "--kv-type", [&options](KvPrecision p) { options.kv.hot = p; },
+      "KV cache precision: f16 (default) or f32");
   // exact matches the reference engine's attention numerics; fast reads each KV page once per
   // tile of prompt tokens in f32, for long prompts.
-  sub.add_option_function<std::string>(
-         "--attention",
-         [&options](const std::string& mode) {
-           options.kv.attention = mode == "fast" ? AttentionMode::kFast : AttentionMode::kExact;
-         },
-         "attention: exact (default; rounds as the reference engine does) or fast (tiles of "
-         "prompt tokens in f32, FlashAttention-2 style; faster over long prompts)")
-      ->check(CLI::IsMember({"exact", "fast"}));
+  add_attention_option(
+      sub, "--attention", [&options](AttentionMode m) { options.kv.attention = m; },
+      "attention: exact (default; rounds as the reference engine does) or fast (tiles of "
+      "prompt tokens in f32, FlashAttention-2 style; faster over long prompts)");
   sub.add_option("--kv-pages", options.kv.pages,
                  "KV cache pages (0: the context for every parallel sequence); fewer let more "
                  "sequences run while they are short: one short of pages waits, or the most "

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,13 @@ int report(const Error& error);
 // Checks a -t/--threads value with strata::check_thread_count while the flags are parsed, so a
 // count past kMaxThreads is refused before any model is read.
 CLI::Validator thread_count_validator();
+
+// Options that name how a KV cache is kept, with their values spelled in one place for every
+// command that sets a cache (add_model_flags; eval's reference): `set` gets the parsed value.
+CLI::Option* add_kv_type_option(CLI::App& sub, const std::string& name,
+                                std::function<void(KvPrecision)> set, const std::string& help);
+CLI::Option* add_attention_option(CLI::App& sub, const std::string& name,
+                                  std::function<void(AttentionMode)> set, const std::string& help);
 
 // -m, -t, -c, --mmap on a subcommand, filling `options`.
 void add_model_flags(CLI::App& sub, EngineOptions& options);
