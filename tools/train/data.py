@@ -18,7 +18,10 @@ import numpy as np
 import torch
 
 import tasks
-from tokenizer import EOS
+from tokenizer import BOS, EOS
+
+# Control pieces and the 256 byte pieces come first in the vocabulary (tokenizer.py).
+FIRST_ORDINARY = 3 + 256
 
 IGNORE = -100
 
@@ -38,6 +41,11 @@ class DataConfig:
     # mechanism is learned, while the single-case rows with PoSE teach the long range.
     pack_frac: float = 0.0
     pack_len: tuple[int, int] = (160, 320)
+    # Task "induct" (always packed): a run of random pieces, then the same run again, the
+    # classic stimulus of induction heads (Olsson et al., 2022). Each piece of the second copy
+    # is predictable only by finding its predecessor in the first copy and copying what followed,
+    # the circuit every retrieval task needs, with no text prior to fall back on.
+    induct_len: tuple[int, int] = (12, 48)
 
     def mix(self) -> tuple[list[str], np.ndarray]:
         mix = self.task_mix or {"passkey": 0.35, "multikey": 0.3, "multikey2": 0.1, "vt": 0.25}
@@ -77,6 +85,7 @@ class Sampler:
                  hay: tasks.Haystack):
         self.cfg, self.stream, self.enc, self.hay = cfg, stream, enc, hay
         self.task_names, self.task_p = cfg.mix()
+        self.vocab_size = enc.sp.get_piece_size()
 
     def row(self, rng: np.random.Generator, n: int, task_frac: float, pose_frac: float):
         """n + 1 tokens (inputs and shifted targets), their positions, kind, answer spans."""
@@ -84,6 +93,8 @@ class Sampler:
             if rng.random() < self.cfg.pack_frac:
                 return self.packed_row(rng, n)
             task = str(rng.choice(self.task_names, p=self.task_p))
+            if task == "induct":
+                return self.packed_row(rng, n)
             case = tasks.make_case(task, self.enc, rng, n, float(rng.random()), self.hay)
             tk = tasks.tokens_of(case, self.enc)
             ids = np.array(tk.ids[: n + 1], dtype=np.int64)
@@ -111,6 +122,13 @@ class Sampler:
         lo, hi = self.cfg.pack_len
         while len(ids) < n + 1:
             task = str(rng.choice(self.task_names, p=self.task_p))
+            if task == "induct":
+                case_ids, answer_start = self.induct_case(rng)
+                first, end = len(ids) + answer_start - 1, len(ids) + len(case_ids) - 2
+                if end <= n:
+                    spans.append((first, end, task))
+                ids.extend(case_ids)
+                continue
             length = int(rng.integers(lo, hi + 1))
             try:
                 case = tasks.make_case(task, self.enc, rng, length, float(rng.random()), self.hay)
@@ -123,6 +141,13 @@ class Sampler:
             ids.extend(tk.ids)
         row = np.array(ids[: n + 1], dtype=np.int64)
         return row[:-1], np.arange(n, dtype=np.int64), row[1:].copy(), "packed", spans
+
+    def induct_case(self, rng: np.random.Generator) -> tuple[list[int], int]:
+        """BOS, a run of random ordinary pieces, the run again, EOS; and where the copy starts."""
+        lo, hi = self.cfg.induct_len
+        run = rng.integers(FIRST_ORDINARY, self.vocab_size, int(rng.integers(lo, hi + 1)))
+        ids = [BOS, *run.tolist()]
+        return ids + run.tolist() + [EOS], len(ids)
 
     def batch(self, step: int, *, seq_len: int | None = None, batch_size: int | None = None,
               task_frac: float | None = None) -> Batch:

@@ -72,6 +72,14 @@ def check_data(stream, sp, hay) -> None:
             answer = sp.decode([int(t) for t in p.targets[r, a:e]])
             assert task in ("vt", "repeat") or (answer.endswith(".") and answer[:-1].isdigit()), answer
     print("data: packed rows are whole cases with their answers located")
+    induct = Sampler(DataConfig(task_frac=1.0, pack_frac=1.0, task_mix={"induct": 1.0}), stream,
+                     tasks.SegmentEncoder(sp), hay)
+    q = induct.batch(5, seq_len=256)
+    for r, spans in enumerate(q.answer_spans):
+        for a, e, _ in spans:  # the copy, predicted from position a, repeats the run before it
+            run = q.tokens[r, a + 1 - (e - a):a + 1]
+            assert torch.equal(q.targets[r, a:e], run) and int(q.tokens[r, a - (e - a)]) == tok.BOS
+    print("data: induct rows repeat their run of random pieces")
 
 
 def check_schedule() -> None:
@@ -80,7 +88,11 @@ def check_schedule() -> None:
     stages = load_stages(raw, DataConfig(), t)
     assert abs(lr_at(299, stages) - lr_at(300, stages)) < 1e-5, "a stage starts from the lr it had"
     assert abs(lr_at(1199, stages) - 1e-4) < 1e-6 and lr_at(49, stages) == 1e-3
-    print("schedule: a later stage continues the lr and ends at min_lr")
+    raw["stages"].append({"from_step": 600, "train": {"lr": 2e-3, "warmup": 10, "steps": 1300}})
+    stages = load_stages(raw, DataConfig(), t)
+    assert lr_at(600, stages) == 2e-4 and lr_at(609, stages) == 2e-3
+    assert abs(lr_at(1299, stages) - 1e-4) < 1e-6
+    print("schedule: a later stage continues the lr and ends at min_lr, or re-warms to its own")
 
 
 def check_gguf() -> None:

@@ -67,10 +67,13 @@ def load_config(path: str) -> tuple[dict, ModelConfig, DataConfig, TrainConfig]:
 class Stage:
     """The recipe from `first_step` on. A config's optional "stages" list changes the data mix
     and the length of a run part-way, reproducibly: each entry has "from_step" and "data" /
-    "train" overrides of the base config (e.g. a larger "steps")."""
+    "train" overrides of the base config (e.g. a larger "steps", a new peak "lr")."""
     first_step: int
     data: DataConfig
     train: TrainConfig
+    # Whether the stage names its own "lr": then it warms up to it again and runs its cosine
+    # from there (to leave a plateau); otherwise it goes on from the lr its first step had.
+    restart_lr: bool = False
 
 
 def load_stages(raw: dict, dc: DataConfig, tc: TrainConfig) -> list[Stage]:
@@ -83,7 +86,8 @@ def load_stages(raw: dict, dc: DataConfig, tc: TrainConfig) -> list[Stage]:
                              f"data/train overrides: {entry}")
         stages.append(Stage(entry["from_step"],
                             _from_dict(DataConfig, {**vars(prev.data), **entry.get("data", {})}),
-                            _from_dict(TrainConfig, {**vars(prev.train), **entry.get("train", {})})))
+                            _from_dict(TrainConfig, {**vars(prev.train), **entry.get("train", {})}),
+                            "lr" in entry.get("train", {})))
     return stages
 
 
@@ -96,10 +100,10 @@ def lr_at(step: int, stages: list[Stage]) -> float:
     its first step had and runs its own cosine to its min_lr over its steps."""
     s = stage_at(step, stages)
     t = s.train
-    if s.first_step == 0:
-        if step < t.warmup:
-            return t.lr * (step + 1) / t.warmup
-        start_lr, begin = t.lr, t.warmup
+    if s.first_step == 0 or s.restart_lr:
+        if step - s.first_step < t.warmup:
+            return t.lr * (step - s.first_step + 1) / t.warmup
+        start_lr, begin = t.lr, s.first_step + t.warmup
     else:
         start_lr, begin = lr_at(s.first_step - 1, stages), s.first_step
     progress = min(1.0, (step - begin) / max(1, t.steps - begin))
