@@ -1,0 +1,88 @@
+// Storage formats of KV cache blocks: one block holds the keys (or the values) of `rows`
+// consecutive positions of one KV head, [rows][head_dim] logically.
+//
+// Formats and their bits per element at head_dim 64, page rows 32:
+//   f32, f16, bf16        32, 16, 16; rows of elements.
+//   q8_0, q4_0            8.5, 4.5; GGML's block_q8_0 / block_q4_0 per 32 elements of a row
+//                         (f16 d, then qs), the same semantics as llama.cpp's -ctk/-ctv types.
+//   r4, r3 (rotated)      keys 4.52 / 3.52, values 4.25 / 3.25. Keys and values are stored in a
+//                         rotated space (rotate_head: a sign flip and a normalised Hadamard
+//                         transform, orthogonal, so q·k and the softmax are unchanged when q is
+//                         rotated too, and the output is rotated back). Rotation spreads outlier
+//                         channels over all channels (QuaRot, TurboQuant), so a few bits suffice.
+//     keys, per channel over the block's positions (KIVI, KVQuant): channel c has a minimum
+//       m_c and a step s_c, x = m_c + s_c * code. Header: f16 d_step, f16 d_min, u8 sc[head_dim],
+//       i8 mn[head_dim] (s_c = d_step * sc[c], m_c = d_min * mn[c]), then code rows. A query
+//       folds the steps into itself once per block: q·k = sum_c (q_c s_c) code_c + sum_c q_c m_c.
+//     values, per position: a row is f16 scale, then codes; x = scale * (code - (L - 1) / 2)
+//       with L = 16 or 8 levels, the scale chosen for the least squared error.
+//   Code rows: r4 packs code i and code i + head_dim/2 in the low and high nibble of byte i;
+//   r3 has a 2-bit plane (code i's low bits in byte i % (D/4) at bit 2 * (i / (D/4))) and a 1-bit
+//   plane (code i's high bit in byte i % (D/8) at bit i / (D/8)), so 8 consecutive codes come
+//   from 8 consecutive bytes with one shift, as SIMD decoding wants.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata::kernels {
+
+enum class KvFormat : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kR4, kR3 };
+
+enum class KvRole : uint8_t { kKeys, kValues };
+
+// The command-line name ("f16", "q8_0", "r4", ...) and back; nullptr / false for none.
+const char* kv_format_name(KvFormat f);
+bool kv_format_from_name(const char* name, KvFormat* f);
+
+// Whether a format stores keys and values rotated (rotate_head).
+constexpr bool kv_format_rotated(KvFormat f) { return f == KvFormat::kR4 || f == KvFormat::kR3; }
+// Whether a format can hold heads of head_dim: q8_0 and q4_0 need whole blocks of 32, the
+// rotated formats a power of two of at least 64 (the Hadamard transform and the code planes).
+bool kv_format_supports(KvFormat f, size_t head_dim);
+// Whether positions can be written one at a time (every format but the rotated formats' keys,
+// whose per-channel scales depend on every position of the block).
+constexpr bool kv_format_row_writable(KvFormat f, KvRole role) {
+  return !(kv_format_rotated(f) && role == KvRole::kKeys);
+}
+
+// Bytes of one block of `rows` positions.
+size_t kv_block_bytes(KvFormat f, KvRole role, size_t rows, size_t head_dim);
+// Bytes of one row of a row-writable format (a position's keys or values).
+size_t kv_row_bytes(KvFormat f, KvRole role, size_t head_dim);
+
+// Writes position `row` of a row-writable block from x[head_dim].
+void kv_encode_row(KvFormat f, KvRole role, const float* x, size_t head_dim, void* block,
+                   size_t row);
+// Writes positions [0, n) of a block of `rows` from x[n][head_dim]; rows past n are zeros.
+void kv_encode_block(KvFormat f, KvRole role, const float* x, size_t n, size_t rows,
+                     size_t head_dim, void* block);
+// Reads positions [0, n) of a block into x[n][head_dim] (in the stored, possibly rotated space).
+void kv_decode_block(KvFormat f, KvRole role, const void* block, size_t n, size_t rows,
+                     size_t head_dim, float* x);
+
+// The rotation of the rotated formats and its inverse, in place on one head (head_dim a power
+// of two): y = H (s * x) / sqrt(head_dim), H the Walsh-Hadamard matrix, s fixed signs.
+void rotate_head(float* x, size_t head_dim);
+void unrotate_head(float* y, size_t head_dim);
+
+// Levels of a rotated format's codes (16 or 8).
+constexpr int rotated_levels(KvFormat f) { return f == KvFormat::kR4 ? 16 : 8; }
+
+// The header of a rotated key block (see the layout above), followed by the code rows.
+struct RotatedKeyHeader {
+  uint16_t d_step;  // f16
+  uint16_t d_min;   // f16
+  // then uint8_t sc[head_dim], int8_t mn[head_dim]
+};
+inline size_t rotated_key_header_bytes(size_t head_dim) {
+  return sizeof(RotatedKeyHeader) + 2 * head_dim;
+}
+// Bytes of one row of codes.
+inline size_t rotated_code_bytes(KvFormat f, size_t head_dim) {
+  return f == KvFormat::kR4 ? head_dim / 2 : head_dim / 4 + head_dim / 8;
+}
+// Code i of a row of codes (scalar; the oracle of the SIMD decoders).
+int rotated_code(KvFormat f, const uint8_t* codes, size_t head_dim, size_t i);
+
+}  // namespace strata::kernels
