@@ -52,8 +52,15 @@ CLI::Option* add_named_option(CLI::App& sub, const std::string& name,
       ->check(CLI::IsMember(names));
 }
 
-const std::map<std::string, KvPrecision> kKvTypes = {{"f16", KvPrecision::kF16},
-                                                     {"f32", KvPrecision::kF32}};
+const std::map<std::string, KvPrecision> kKvTypes = [] {
+  std::map<std::string, KvPrecision> names;
+  for (KvPrecision p : {KvPrecision::kF16, KvPrecision::kF32, KvPrecision::kBF16,
+                        KvPrecision::kQ8_0, KvPrecision::kQ4_0, KvPrecision::kR4,
+                        KvPrecision::kR3}) {
+    names[kv_precision_name(p)] = p;
+  }
+  return names;
+}();
 const std::map<std::string, AttentionMode> kAttentionModes = {{"exact", AttentionMode::kExact},
                                                               {"fast", AttentionMode::kFast}};
 
@@ -67,6 +74,20 @@ CLI::Option* add_kv_type_option(CLI::App& sub, const std::string& name,
 CLI::Option* add_attention_option(CLI::App& sub, const std::string& name,
                                   std::function<void(AttentionMode)> set, const std::string& help) {
   return add_named_option(sub, name, kAttentionModes, std::move(set), help);
+}
+
+CLI::Option* add_kv_tiers_option(CLI::App& sub, KvTierPolicy& tiers) {
+  return sub.add_option_function<std::string>(
+      "--kv-tiers",
+      [&tiers](const std::string& spec) {
+        Result<KvTierPolicy> parsed = parse_kv_tiers(spec);
+        if (!parsed.ok()) throw CLI::ValidationError("--kv-tiers", parsed.error().message);
+        tiers = *parsed;
+      },
+      "KV precision by age: sink=N,hot=N,warm=TYPE:N,cold=TYPE; the first sink and the last "
+      "hot positions stay in --kv-type, the warm positions before them and all older ones are "
+      "re-encoded as they age. 'default' is " +
+          kv_tiers_string(default_kv_tiers()));
 }
 
 void add_model_flags(CLI::App& sub, EngineOptions& options) {
@@ -83,10 +104,13 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
                "keep weight matrices in GGUF row order instead of rearranging them at load for "
                "the interleaved kernels (x86 with AVX2 or AVX-512)");
   // f16 halves the cache and matches the reference engine's numerics; f32 accumulates attention
-  // exactly, for long contexts where f16 rounding adds up.
+  // exactly, for long contexts where f16 rounding adds up; the others compress it.
   add_kv_type_option(
       sub, "--kv-type", [&options](KvPrecision p) { options.kv.hot = p; },
-      "KV cache precision: f16 (default) or f32");
+      "KV cache precision of every page (with --kv-tiers: of the hot tier): f16 (default), "
+      "f32, bf16, q8_0 or q4_0 (llama.cpp's -ctk/-ctv types), r4 or r3 (strata's rotated "
+      "4- and 3-bit formats)");
+  add_kv_tiers_option(sub, options.kv.tiers);
   // exact matches the reference engine's attention numerics; fast reads each KV page once per
   // tile of prompt tokens in f32, for long prompts.
   add_attention_option(

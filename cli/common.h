@@ -20,6 +20,8 @@ CLI::Validator thread_count_validator();
 
 // Options that name how a KV cache is kept, with their values spelled in one place for every
 // command that sets a cache (add_model_flags; eval's reference): `set` gets the parsed value.
+// --kv-tiers SPEC (strata::parse_kv_tiers) into `tiers`.
+CLI::Option* add_kv_tiers_option(CLI::App& sub, KvTierPolicy& tiers);
 CLI::Option* add_kv_type_option(CLI::App& sub, const std::string& name,
                                 std::function<void(KvPrecision)> set, const std::string& help);
 CLI::Option* add_attention_option(CLI::App& sub, const std::string& name,

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,8 +24,31 @@ namespace strata {
 
 using TokenId = int32_t;
 
-// Storage precision of KV cache pages.
-enum class KvPrecision { kF32, kF16 };
+// Storage precision of KV cache pages. f32, f16 and bf16 store elements; q8_0 and q4_0 are
+// GGML's blocks (llama.cpp's -ctk/-ctv types, 8.5 and 4.5 bits); r4 and r3 are strata's rotated
+// formats (a Hadamard rotation of each head, keys per channel and values per position, 4 and 3
+// bits plus scales: about 4.4 and 3.4 bits at head size 64).
+enum class KvPrecision { kF32, kF16, kBF16, kQ8_0, kQ4_0, kR4, kR3 };
+
+// The command-line names: "f32", "f16", "bf16", "q8_0", "q4_0", "r4", "r3".
+const char* kv_precision_name(KvPrecision p);
+Result<KvPrecision> parse_kv_precision(std::string_view name);
+
+// KV precision by age (see KvCachePolicy::tiers). Written as
+// "sink=N,hot=N,warm=TYPE:N,cold=TYPE" (any subset, any order) or "default".
+struct KvTierPolicy {
+  int sink = 0;  // the first positions stay in the write precision (attention sinks)
+  int hot = 0;   // the last positions stay in the write precision
+  std::optional<KvPrecision> warm;
+  int warm_tokens = 0;  // positions before the hot window kept warm when there is a cold tier
+  std::optional<KvPrecision> cold;  // everything older
+
+  bool enabled() const { return warm.has_value() || cold.has_value(); }
+};
+// What "--kv-tiers default" means.
+KvTierPolicy default_kv_tiers();
+Result<KvTierPolicy> parse_kv_tiers(std::string_view spec);
+std::string kv_tiers_string(const KvTierPolicy& tiers);
 
 // How attention reads the KV cache. kExact rounds as the reference engine's CPU attention does
 // (an f16 accumulator rounded after every key on f16 pages, std::exp per key), query by query:
@@ -34,13 +58,16 @@ enum class KvPrecision { kF32, kF16 };
 // exact path's own f16 rounding). A decode step (one query of its sequence) reads as kExact.
 enum class AttentionMode { kExact, kFast };
 
-// How the KV cache stores keys and values. Every page has its own precision, so tiers come as
-// fields here: later, older pages re-encoded to a warm (int8/fp8) and a cold (int4 with
-// per-group scales) precision, a number of recent and sink pages kept hot.
+// How the KV cache stores keys and values. Every page has its own precision: pages are written
+// in `hot` and, with tiers, re-encoded to the warm and cold precisions as they age.
 struct KvCachePolicy {
-  // Precision of the pages being written. f16 halves the cache and matches the reference
-  // engine's numerics; f32 accumulates attention exactly.
+  // Precision of the pages being written (--kv-type), and without tiers of every page. f16
+  // halves the cache and matches the reference engine's numerics; f32 accumulates attention
+  // exactly. A rotated type (r4, r3) alone means: written f16, each page re-encoded once full.
   KvPrecision hot = KvPrecision::kF16;
+  // Older pages at lower precision (--kv-tiers). The pool then holds an arena per precision,
+  // sized from the policy for `context` positions per sequence.
+  KvTierPolicy tiers;
   // Pages in the pool; 0: enough for every sequence's whole context (context * max_sequences
   // positions). Fewer oversubscribe the pool: a sequence short of pages waits, or the most
   // recently admitted sequence is preempted (its pages freed, its keys and values recomputed
@@ -142,6 +169,13 @@ struct EngineLoad {
   size_t waiting = 0;  // submitted, not yet admitted
   size_t kv_pages_total = 0;
   size_t kv_pages_used = 0;
+  // Positions stored in the KV cache (shared pages once), the bytes of the pages holding them,
+  // and what those positions would take in f16: bytes per token and compression come from these.
+  size_t kv_positions = 0;
+  size_t kv_bytes_used = 0;
+  size_t kv_f16_bytes = 0;
+  // Pages in use per precision, by name ("f16", "q8_0", ...).
+  std::map<std::string, size_t> kv_pages_by_precision;
   size_t page_size = 0;  // positions per page
   // Sequences preempted so far (their pages freed for others when the pool ran short; their
   // keys and values recomputed when they run again).

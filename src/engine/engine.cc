@@ -7,6 +7,7 @@
 
 #include "base/timer.h"
 #include "engine/engine_impl.h"
+#include "engine/kv_policy.h"
 #include "gguf/gguf.h"
 #include "platform/cpu_features.h"
 
@@ -70,10 +71,6 @@ Status check_kv_fits(double kv_bytes, size_t weight_bytes, size_t context, size_
                         " of memory: lower the context size (-c) or the parallel sequences");
 }
 
-kv::KvPrecision kv_precision(KvPrecision p) {
-  return p == KvPrecision::kF32 ? kv::KvPrecision::kF32 : kv::KvPrecision::kF16;
-}
-
 kv::AttentionMode kv_attention_mode(AttentionMode mode) {
   return mode == AttentionMode::kFast ? kv::AttentionMode::kFast : kv::AttentionMode::kExact;
 }
@@ -123,16 +120,24 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   size_t context = options.context > 0 ? static_cast<size_t>(options.context)
                                        : std::min(c.n_ctx_train, kDefaultMaxContext);
   const size_t page = static_cast<size_t>(options.page_size);
-  const size_t n_pages = (context + page - 1) / page * static_cast<size_t>(options.max_sequences);
   const kv::KvShape kv_shape = impl->model->kv_shape(page);
-  const kv::ArenaSpec hot{kv_precision(options.kv.hot),
-                          options.kv.pages > 0 ? static_cast<size_t>(options.kv.pages) : n_pages};
+  STRATA_ASSIGN_OR_RETURN(
+      const engine::KvPlan kv_plan,
+      engine::plan_kv_cache({.policy = options.kv,
+                             .shape = kv_shape,
+                             .context = context,
+                             .sequences = static_cast<size_t>(options.max_sequences),
+                             .batch_tokens = static_cast<size_t>(options.batch_tokens)}));
   // In double: a huge context times many sequences could overflow size_t.
-  const double kv_bytes = static_cast<double>(kv::page_bytes(kv_shape, hot.precision)) *
-                          static_cast<double>(hot.n_pages);
+  double kv_bytes = 0;
+  for (const kv::ArenaSpec& a : kv_plan.arenas) {
+    kv_bytes += static_cast<double>(kv::page_bytes(kv_shape, a.precision)) *
+                static_cast<double>(a.n_pages);
+  }
   STRATA_RETURN_IF_ERROR(check_kv_fits(kv_bytes, impl->model->weights().bytes, context,
                                        static_cast<size_t>(options.max_sequences)));
-  impl->kv = std::make_unique<kv::KvManager>(kv_shape, std::span<const kv::ArenaSpec>(&hot, 1));
+  impl->kv = std::make_unique<kv::KvManager>(kv_shape, kv_plan.arenas);
+  impl->kv->cache().set_tiers(kv_plan.tiers);
   impl->kv->cache().set_attention_mode(kv_attention_mode(options.kv.attention));
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
@@ -256,6 +261,17 @@ EngineLoad Engine::load() const {
   load.waiting = im.scheduler->n_waiting();
   load.kv_pages_total = im.kv->total_pages();
   load.kv_pages_used = im.kv->used_pages();
+  const kv::KvCache& cache = im.kv->cache();
+  load.kv_positions = cache.stored_positions();
+  load.kv_bytes_used = cache.stored_bytes();
+  load.kv_f16_bytes = load.kv_positions * kv::page_bytes(cache.shape(), kv::KvPrecision::kF16) /
+                      cache.shape().page_size;
+  const kv::KvPool& kv_pool = cache.pool();
+  for (kv::PageId id = 0; id < kv_pool.n_pages(); ++id) {
+    if (kv_pool.page(id).ref_count > 0) {
+      ++load.kv_pages_by_precision[kv::precision_name(kv_pool.page(id).precision)];
+    }
+  }
   load.page_size = static_cast<size_t>(im.options.page_size);
   load.preemptions = im.scheduler->n_preemptions();
   return load;

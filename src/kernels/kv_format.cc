@@ -369,14 +369,14 @@ void kv_decode_block(KvFormat f, KvRole role, const void* block, size_t n, size_
   (void)rows;
 }
 
-void rotate_head(float* x, size_t head_dim) {
+void rotate_kv_head(float* x, size_t head_dim) {
   for (size_t i = 0; i < head_dim; ++i) {
     if (rotation_sign_negative(i)) x[i] = -x[i];
   }
   hadamard(x, head_dim);
 }
 
-void unrotate_head(float* y, size_t head_dim) {
+void unrotate_kv_head(float* y, size_t head_dim) {
   hadamard(y, head_dim);  // H / sqrt(n) is its own inverse
   for (size_t i = 0; i < head_dim; ++i) {
     if (rotation_sign_negative(i)) y[i] = -y[i];

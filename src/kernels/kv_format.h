@@ -6,7 +6,7 @@
 //   q8_0, q4_0            8.5, 4.5; GGML's block_q8_0 / block_q4_0 per 32 elements of a row
 //                         (f16 d, then qs), the same semantics as llama.cpp's -ctk/-ctv types.
 //   r4, r3 (rotated)      keys 4.52 / 3.52, values 4.25 / 3.25. Keys and values are stored in a
-//                         rotated space (rotate_head: a sign flip and a normalised Hadamard
+//                         rotated space (rotate_kv_head: a sign flip and a normalised Hadamard
 //                         transform, orthogonal, so q·k and the softmax are unchanged when q is
 //                         rotated too, and the output is rotated back). Rotation spreads outlier
 //                         channels over all channels (QuaRot, TurboQuant), so a few bits suffice.
@@ -35,7 +35,7 @@ enum class KvRole : uint8_t { kKeys, kValues };
 const char* kv_format_name(KvFormat f);
 bool kv_format_from_name(const char* name, KvFormat* f);
 
-// Whether a format stores keys and values rotated (rotate_head).
+// Whether a format stores keys and values rotated (rotate_kv_head).
 constexpr bool kv_format_rotated(KvFormat f) { return f == KvFormat::kR4 || f == KvFormat::kR3; }
 // Whether a format can hold heads of head_dim: q8_0 and q4_0 need whole blocks of 32, the
 // rotated formats a power of two of at least 64 (the Hadamard transform and the code planes).
@@ -63,8 +63,8 @@ void kv_decode_block(KvFormat f, KvRole role, const void* block, size_t n, size_
 
 // The rotation of the rotated formats and its inverse, in place on one head (head_dim a power
 // of two): y = H (s * x) / sqrt(head_dim), H the Walsh-Hadamard matrix, s fixed signs.
-void rotate_head(float* x, size_t head_dim);
-void unrotate_head(float* y, size_t head_dim);
+void rotate_kv_head(float* x, size_t head_dim);
+void unrotate_kv_head(float* y, size_t head_dim);
 
 // Levels of a rotated format's codes (16 or 8).
 constexpr int rotated_levels(KvFormat f) { return f == KvFormat::kR4 ? 16 : 8; }

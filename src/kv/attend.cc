@@ -1,6 +1,9 @@
 #include "kv/attend.h"
 
+#include <algorithm>
 #include <vector>
+
+#include "kernels/kv_format.h"
 
 #include "kernels/attention_tile.h"
 #include "kv/paged_attention.h"
@@ -39,13 +42,15 @@ void attend_exact(KvCache& cache, size_t layer, std::span<const QueryPos> querie
   size_t heads = group;
   while (heads % 2 == 0 && queries.size() * n_heads / heads < 2 * pool.num_threads()) heads /= 2;
   const size_t tasks_per_entry = n_heads / heads;
-  std::vector<float> scratch(pool.num_threads() * heads * head_dim);
+  const size_t floats = attend_kv_head_scratch_floats(cache.shape(), heads);
+  std::vector<float> scratch(pool.num_threads() * floats);
   auto attend_task = [&](size_t task, size_t thread) {
     const size_t t = task / tasks_per_entry, h = task % tasks_per_entry * heads;
     const QueryPos& e = queries[t];
     attend_kv_head(cache.pool(), cache.page_table(e.seq), layer, h / group, e.pos + 1,
                    q + (t * n_heads + h) * head_dim, heads, scale,
-                   out + (t * n_heads + h) * head_dim, scratch.data() + thread * heads * head_dim);
+                   out + (t * n_heads + h) * head_dim, scratch.data() + thread * floats,
+                   cache.reference_reads());
   };
   run_tasks(queries, n_heads, head_dim, queries.size() * tasks_per_entry, pool, attend_task);
 }
@@ -75,7 +80,9 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
   tile_begin.push_back(queries.size());
   std::vector<uint32_t> last(queries.size());
   for (size_t t = 0; t < queries.size(); ++t) last[t] = queries[t].pos;
-  const size_t floats = kernels::attention_tile_floats(kTileQueries * group, head_dim);
+  const size_t floats =
+      std::max(attend_kv_head_tile_scratch_floats(cache.shape(), kTileQueries * group),
+               attend_kv_head_scratch_floats(cache.shape(), group));
   std::vector<float> scratch(pool.num_threads() * floats);
   auto tile_task = [&](size_t task, size_t thread) {
     const size_t i = task / n_kv_heads, kv_head = task % n_kv_heads;
@@ -84,7 +91,8 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
     float* work = scratch.data() + thread * floats;
     if (count == 1) {  // decode: the exact path's dot products beat a tile of padded rows
       attend_kv_head(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head,
-                     last[first] + size_t{1}, q + at, group, scale, out + at, work);
+                     last[first] + size_t{1}, q + at, group, scale, out + at, work,
+                     cache.reference_reads());
       return;
     }
     attend_kv_head_tile(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head, q + at,
@@ -97,10 +105,22 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
 
 void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
             float scale, const float* q, float* out, ThreadPool& pool) {
+  // A rotated cache holds R k and R v (R orthogonal): (R q)·(R k) = q·k, and the output
+  // sum_t p_t R v_t = R o is rotated back.
+  const size_t head_dim = cache.shape().head_dim, rows = queries.size() * n_heads;
+  std::vector<float> rotated_q;
+  if (cache.rotated()) {
+    rotated_q.assign(q, q + rows * head_dim);
+    for (size_t r = 0; r < rows; ++r) kernels::rotate_kv_head(&rotated_q[r * head_dim], head_dim);
+    q = rotated_q.data();
+  }
   if (cache.attention_mode() == AttentionMode::kFast) {
     attend_fast(cache, layer, queries, n_heads, scale, q, out, pool);
   } else {
     attend_exact(cache, layer, queries, n_heads, scale, q, out, pool);
+  }
+  for (size_t r = 0; r < rows && cache.rotated(); ++r) {
+    kernels::unrotate_kv_head(out + r * head_dim, head_dim);
   }
 }
 

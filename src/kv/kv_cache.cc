@@ -3,16 +3,29 @@
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
-#include "base/fp16.h"
+#include "kernels/kv_format.h"
 
 namespace strata::kv {
 
 KvCache::KvCache(const KvShape& shape, size_t n_pages, KvPrecision precision)
-    : pool_(shape, n_pages, precision) {}
+    : KvCache(shape, std::span<const ArenaSpec>(std::vector<ArenaSpec>{{precision, n_pages}})) {}
 
-KvCache::KvCache(const KvShape& shape, std::span<const ArenaSpec> arenas) : pool_(shape, arenas) {}
+KvCache::KvCache(const KvShape& shape, std::span<const ArenaSpec> arenas) : pool_(shape, arenas) {
+  for (const ArenaSpec& a : arenas) rotated_ = rotated_ || kernels::kv_format_rotated(a.precision);
+  const KvPrecision p = arenas.front().precision;
+  reference_reads_ =
+      arenas.size() == 1 && (p == KvPrecision::kF16 || p == KvPrecision::kF32) && !rotated_;
+  scratch_.resize(2 * shape.page_size * shape.head_dim);
+}
+
+void KvCache::set_tiers(const KvTiers& tiers) {
+  tiers_ = tiers;
+  if (tiers_.enabled()) reference_reads_ = false;
+}
 
 size_t KvCache::shared_pages_in(const SeqPages& s, size_t from, size_t to) const {
   const size_t page_size = shape().page_size;
@@ -120,32 +133,108 @@ void KvCache::write(SeqId seq, size_t pos, size_t layer, const float* k, const f
   const KvShape& s = shape();
   auto it = sequences_.find(seq);
   assert(it != sequences_.end() && pos / s.page_size < it->second.pages.size());
-  if (!make_private(it->second, pos / s.page_size)) {
+  SeqPages& pages = it->second;
+  const size_t index = pos / s.page_size;
+  if (!make_private(pages, index)) {
     std::fprintf(stderr, "strata: no free KV page to copy a shared page before writing it\n");
     std::abort();  // reserve() makes room for every copy the engine's writes need
   }
-  const PageId id = it->second.pages[pos / s.page_size];
+  const KvPrecision written = pool_.page(pages.pages[index]).precision;
+  if (!kernels::kv_format_row_writable(written, kernels::KvRole::kKeys) &&
+      !recode(pages, index, pool_.default_precision())) {
+    // A rewrite into an aged page (a rolled-back position) with the hot arena full.
+    std::fprintf(stderr, "strata: no free KV page to rewrite an aged page\n");
+    std::abort();
+  }
+  const PageId id = pages.pages[index];
   const size_t slot = pos % s.page_size;
+  if (rotated_) {  // both rows, every head, rotated into the scratch
+    std::copy_n(k, s.n_kv_heads * s.head_dim, scratch_.data());
+    std::copy_n(v, s.n_kv_heads * s.head_dim, scratch_.data() + s.n_kv_heads * s.head_dim);
+    for (size_t h = 0; h < 2 * s.n_kv_heads; ++h) {
+      kernels::rotate_kv_head(scratch_.data() + h * s.head_dim, s.head_dim);
+    }
+    k = scratch_.data();
+    v = scratch_.data() + s.n_kv_heads * s.head_dim;
+  }
   for (size_t h = 0; h < s.n_kv_heads; ++h) {
     KvHeadView view = pool_.head(id, layer, h);
-    const float* kh = k + h * s.head_dim;
-    const float* vh = v + h * s.head_dim;
-    if (view.precision == KvPrecision::kF32) {
-      std::memcpy(static_cast<float*>(view.keys) + slot * s.head_dim, kh,
-                  s.head_dim * sizeof(float));
-      std::memcpy(static_cast<float*>(view.values) + slot * s.head_dim, vh,
-                  s.head_dim * sizeof(float));
-    } else {
-      auto* kd = static_cast<uint16_t*>(view.keys) + slot * s.head_dim;
-      auto* vd = static_cast<uint16_t*>(view.values) + slot * s.head_dim;
-      for (size_t i = 0; i < s.head_dim; ++i) {
-        kd[i] = fp32_to_fp16(kh[i]);
-        vd[i] = fp32_to_fp16(vh[i]);
-      }
-    }
+    kernels::kv_encode_row(view.precision, kernels::KvRole::kKeys, k + h * s.head_dim, s.head_dim,
+                           view.keys, slot);
+    kernels::kv_encode_row(view.precision, kernels::KvRole::kValues, v + h * s.head_dim,
+                           s.head_dim, view.values, slot);
   }
   KvPage& page = pool_.page(id);
   page.n_filled = std::max<uint32_t>(page.n_filled, static_cast<uint32_t>(slot + 1));
+}
+
+bool KvCache::recode(SeqPages& s, size_t index, KvPrecision to) {
+  const PageId old = s.pages[index];
+  Result<PageId> fresh = pool_.allocate(to);
+  if (!fresh.ok()) return false;
+  const KvShape& sh = shape();
+  const size_t n = pool_.page(old).n_filled;
+  float* rows = scratch_.data();
+  for (size_t layer = 0; layer < sh.n_layers; ++layer) {
+    for (size_t h = 0; h < sh.n_kv_heads; ++h) {
+      const KvHeadView from = pool_.head(old, layer, h);
+      const KvHeadView into = pool_.head(*fresh, layer, h);
+      for (kernels::KvRole role : {kernels::KvRole::kKeys, kernels::KvRole::kValues}) {
+        const bool keys = role == kernels::KvRole::kKeys;
+        kernels::kv_decode_block(from.precision, role, keys ? from.keys : from.values, n,
+                                 sh.page_size, sh.head_dim, rows);
+        kernels::kv_encode_block(to, role, rows, n, sh.page_size, sh.head_dim,
+                                 keys ? into.keys : into.values);
+      }
+    }
+  }
+  pool_.page(*fresh).n_filled = static_cast<uint32_t>(n);
+  // Every holder of a shared page sees it at the same index (fork shares a prefix).
+  for (auto& [id, other] : sequences_) {
+    if (&other == &s || index >= other.pages.size() || other.pages[index] != old) continue;
+    other.pages[index] = *fresh;
+    pool_.retain(*fresh);
+    pool_.release(old);
+  }
+  s.pages[index] = *fresh;
+  pool_.release(old);
+  return true;
+}
+
+size_t KvCache::age(SeqId seq) {
+  if (!tiers_.enabled()) return 0;
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return 0;
+  SeqPages& s = it->second;
+  const size_t page_size = shape().page_size;
+  size_t recoded = 0;
+  // Every page, newest first: a comparison each, a thousand at 32K positions.
+  for (size_t i = s.pages.size(); i-- > 0;) {
+    const std::optional<KvPrecision> target = tiers_.target(i * page_size, page_size, s.length);
+    const KvPrecision now = pool_.page(s.pages[i]).precision;
+    if (!target || *target == now) continue;
+    // Only downwards: a page already colder than its target (truncation made it younger)
+    // stays.
+    if (now == tiers_.cold || (now == tiers_.warm && target != tiers_.cold)) continue;
+    if (recode(s, i, *target)) ++recoded;
+  }
+  return recoded;
+}
+
+size_t KvCache::stored_positions() const {
+  size_t n = 0;
+  for (PageId id = 0; id < pool_.n_pages(); ++id) {
+    if (pool_.page(id).ref_count > 0) n += pool_.page(id).n_filled;
+  }
+  return n;
+}
+
+size_t KvCache::stored_bytes() const {
+  size_t n = 0;
+  for (PageId id = 0; id < pool_.n_pages(); ++id) {
+    if (pool_.page(id).ref_count > 0) n += page_bytes(shape(), pool_.page(id).precision);
+  }
+  return n;
 }
 
 }  // namespace strata::kv

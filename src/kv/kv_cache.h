@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "kv/kv_pool.h"
+#include "kv/kv_tiers.h"
 
 namespace strata::kv {
 
@@ -28,6 +29,14 @@ class KvCache {
   KvCache(const KvShape& shape, std::span<const ArenaSpec> arenas);
 
   const KvShape& shape() const { return pool_.shape(); }
+  // Whether keys and values are stored rotated (kernels::rotate_kv_head): when any arena holds
+  // a rotated format, every page does, so that one sequence's pages share one space; attention
+  // rotates queries in and outputs back (kv::attend).
+  bool rotated() const { return rotated_; }
+  // Whether f16 and f32 pages are read as the reference engine reads them (kernels/attention.h):
+  // a cache of one such precision, no tiers, no rotation. Otherwise every page is read by block
+  // (kernels/attention_block.h).
+  bool reference_reads() const { return reference_reads_; }
   AttentionMode attention_mode() const { return attention_mode_; }
   void set_attention_mode(AttentionMode mode) { attention_mode_ = mode; }
   KvPool& pool() { return pool_; }
@@ -58,8 +67,21 @@ class KvCache {
 
   // Stores one position's keys and values of one layer: k and v are [n_kv_heads][head_dim].
   // The position must be reserved. A page other sequences share is copied before it is written
-  // (reserve() already did so for positions past the length; this covers writes before it).
+  // (reserve() already did so for positions past the length; this covers writes before it), and
+  // a page whose format cannot take single rows (a rotated format's keys) goes back to the
+  // write precision first.
   void write(SeqId seq, size_t pos, size_t layer, const float* k, const float* v);
+
+  // The tier policy (kv/kv_tiers.h); pages are written in the pool's default precision.
+  void set_tiers(const KvTiers& tiers);
+  const KvTiers& tiers() const { return tiers_; }
+  // Re-encodes seq's full pages whose tier has changed since they were written (a page with no
+  // room in its target arena waits for the next call); returns the pages re-encoded.
+  size_t age(SeqId seq);
+  // Positions stored over all sequences (shared pages counted once), and the bytes of the pages
+  // holding them, for the figures of bytes per token and compression against f16.
+  size_t stored_positions() const;
+  size_t stored_bytes() const;
 
  private:
   struct SeqPages {
@@ -69,9 +91,16 @@ class KvCache {
   // Gives seq its own copy of its page `index` if others hold it too; false when no page is free.
   bool make_private(SeqPages& s, size_t index);
   size_t shared_pages_in(const SeqPages& s, size_t from, size_t to) const;
+  // Re-encodes seq's page `index` into `to` for every sequence holding it; false when `to`'s
+  // arena has no free page (the page stays as it is).
+  bool recode(SeqPages& s, size_t index, KvPrecision to);
 
   KvPool pool_;
+  KvTiers tiers_;
+  bool rotated_ = false;
+  bool reference_reads_ = false;
   AttentionMode attention_mode_ = AttentionMode::kExact;
+  std::vector<float> scratch_;  // rotated rows (write) and decoded blocks (recode)
   std::unordered_map<SeqId, SeqPages> sequences_;
 };
 

@@ -5,6 +5,7 @@ namespace strata::kv {
 size_t KvManager::computed_prefix(std::span<const int32_t> tokens) const { return 0; }
 
 std::optional<std::span<const PageId>> KvManager::allocate(SeqId seq, size_t n_tokens) {
+  cache_.age(seq);  // pages that aged out of the hot window since the last step leave it first
   if (!cache_.reserve(seq, cache_.length(seq) + n_tokens).ok()) return std::nullopt;
   return cache_.page_table(seq);
 }
@@ -12,7 +13,9 @@ std::optional<std::span<const PageId>> KvManager::allocate(SeqId seq, size_t n_t
 bool KvManager::fits_alone(size_t n_positions) const {
   const size_t page_size = cache_.shape().page_size;
   const KvPool& pool = cache_.pool();
-  return (n_positions + page_size - 1) / page_size <= pool.n_pages(pool.default_precision());
+  // With tiers, a sequence's pages spread over every arena as they age.
+  const size_t pages = cache_.tiers().enabled() ? pool.n_pages() : pool.n_pages(pool.default_precision());
+  return (n_positions + page_size - 1) / page_size <= pages;
 }
 
 }  // namespace strata::kv

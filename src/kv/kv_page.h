@@ -3,39 +3,31 @@
 // whole model, which keeps allocation, prefix sharing and precision tiers per page rather than per
 // (page, layer) pair.
 //
-// Layout of one page (elements of the page's precision):
+// Layout of one page, in its precision's blocks (kernels/kv_format.h):
 //   for layer in [0, n_layers):
-//     K: [n_kv_heads][page_size][head_dim]
-//     V: [n_kv_heads][page_size][head_dim]
-// Positions of one head are contiguous, so attention over a page reads one dense block per head.
+//     K: [n_kv_heads] blocks of [page_size][head_dim]
+//     V: [n_kv_heads] blocks of [page_size][head_dim]
+// Positions of one head are contiguous, so attention over a page reads one dense block per head,
+// and a block is the unit a format's scales cover (the rotated formats' per-channel key steps
+// span the page's positions).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "kernels/kv_format.h"
 
 namespace strata::kv {
 
 using PageId = uint32_t;
 inline constexpr PageId kNoPage = UINT32_MAX;
 
-// Storage precision of a page. Each precision has its own arena in the pool, its own byte size
-// and its own read path in attention, so a sequence may mix precisions. A later tier (int8, fp8,
-// int4 with per-group scales) adds an enum value here, its size in page_bytes(), an arena in the
-// engine's KV policy, and a branch in the attention read path (kv/paged_attention.cc).
-enum class KvPrecision : uint8_t { kF32, kF16 };
+// Storage precision of a page: one of the block formats of kernels/kv_format.h (f32, f16, bf16,
+// q8_0, q4_0, and the rotated r4, r3). Each precision has its own arena in the pool, its own
+// byte size and its own read path in attention, so a sequence may mix precisions (tiers).
+using KvPrecision = kernels::KvFormat;
 
-// Bytes of one stored element of a precision's data.
-constexpr size_t precision_bytes(KvPrecision p) {
-  switch (p) {
-    case KvPrecision::kF32:
-      return 4;
-    case KvPrecision::kF16:
-      return 2;
-  }
-  return 4;
-}
-
-const char* precision_name(KvPrecision p);
+inline const char* precision_name(KvPrecision p) { return kernels::kv_format_name(p); }
 
 struct KvShape {
   size_t n_layers = 0;
@@ -44,13 +36,20 @@ struct KvShape {
   size_t page_size = 32;  // positions per page
 
   size_t head_block_elements() const { return page_size * head_dim; }
-  size_t layer_elements() const { return 2 * n_kv_heads * head_block_elements(); }
-  size_t page_elements() const { return n_layers * layer_elements(); }
+
+  // Bytes of one KV head's keys or values in a page of precision p (kernels::kv_block_bytes).
+  size_t block_bytes(KvPrecision p, kernels::KvRole role) const {
+    return kernels::kv_block_bytes(p, role, page_size, head_dim);
+  }
+  size_t layer_bytes(KvPrecision p) const {
+    return n_kv_heads * (block_bytes(p, kernels::KvRole::kKeys) +
+                         block_bytes(p, kernels::KvRole::kValues));
+  }
 };
 
-// Bytes of one page of a precision (quantized tiers will add their scales here).
+// Bytes of one page of a precision.
 inline size_t page_bytes(const KvShape& shape, KvPrecision p) {
-  return shape.page_elements() * precision_bytes(p);
+  return shape.n_layers * shape.layer_bytes(p);
 }
 
 // Bookkeeping of one page; its data lives in the arena of its precision.
@@ -63,8 +62,8 @@ struct KvPage {
 
 // Read/write access to one page's data for one layer and KV head.
 struct KvHeadView {
-  void* keys;    // [page_size][head_dim]
-  void* values;  // [page_size][head_dim]
+  void* keys;    // a block of [page_size][head_dim] in the page's precision
+  void* values;  // likewise
   KvPrecision precision;
 };
 

@@ -6,16 +6,6 @@
 
 namespace strata::kv {
 
-const char* precision_name(KvPrecision p) {
-  switch (p) {
-    case KvPrecision::kF32:
-      return "f32";
-    case KvPrecision::kF16:
-      return "f16";
-  }
-  return "?";
-}
-
 KvPool::KvPool(const KvShape& shape, size_t n_pages, KvPrecision precision)
     : KvPool(shape, std::span<const ArenaSpec>(std::vector<ArenaSpec>{{precision, n_pages}})) {}
 
@@ -115,11 +105,11 @@ void KvPool::copy(PageId from, PageId to) {
 
 KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {
   const KvPrecision precision = pages_[id].precision;
-  const size_t elem = precision_bytes(precision);
-  unsigned char* base = page_data(id) + layer * shape_.layer_elements() * elem;
-  const size_t block = shape_.head_block_elements() * elem;
-  return KvHeadView{base + kv_head * block, base + (shape_.n_kv_heads + kv_head) * block,
-                    precision};
+  unsigned char* base = page_data(id) + layer * shape_.layer_bytes(precision);
+  const size_t k_block = shape_.block_bytes(precision, kernels::KvRole::kKeys);
+  const size_t v_block = shape_.block_bytes(precision, kernels::KvRole::kValues);
+  return KvHeadView{base + kv_head * k_block,
+                    base + shape_.n_kv_heads * k_block + kv_head * v_block, precision};
 }
 
 }  // namespace strata::kv

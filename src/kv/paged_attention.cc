@@ -6,6 +6,7 @@
 
 #include "base/fp16.h"
 #include "kernels/attention.h"
+#include "kernels/attention_block.h"
 #include "kernels/attention_tile.h"
 
 namespace strata::kv {
@@ -23,17 +24,30 @@ inline float round_to_f16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 // logits agree with it to ~1e-6 rather than ~1e-2: the query is rounded to f16 for the q·k dot,
 // and acc is rounded to f16 after every update. Should acc approach the f16 range (very long
 // contexts), rounding stops and acc continues in f32 rather than overflowing.
+size_t attend_kv_head_scratch_floats(const KvShape& shape, size_t group) {
+  return std::max(group * shape.head_dim,
+                  kernels::attend_block_scratch_floats(group, shape.page_size, shape.head_dim));
+}
+
 void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
                     size_t n_ctx, const float* q, size_t group, float scale, float* out,
-                    float* q16) {
+                    float* scratch, bool reference_reads) {
   const size_t page_size = pool.shape().page_size;
   const size_t head_dim = pool.shape().head_dim;
-  for (size_t i = 0; i < group * head_dim; ++i) q16[i] = round_to_f16(q[i]);
   std::fill_n(out, group * head_dim, 0.0f);
-
   // A GQA group has a handful of heads (Llama 3: 4; at most n_heads).
   std::vector<kernels::OnlineSoftmax> states(group);
-  for (size_t start = 0, p = 0; start < n_ctx; start += page_size, ++p) {
+  if (!reference_reads) {
+    for (size_t start = 0, p = 0; start < n_ctx; start += page_size, ++p) {
+      const KvHeadView view = pool.head(pages[p], layer, kv_head);
+      kernels::attend_block(view.precision, view.keys, view.values,
+                            std::min(page_size, n_ctx - start), page_size, head_dim, q, group,
+                            scale, states.data(), out, scratch);
+    }
+  }
+  float* q16 = scratch;
+  for (size_t i = 0; i < group * head_dim && reference_reads; ++i) q16[i] = round_to_f16(q[i]);
+  for (size_t start = 0, p = 0; start < n_ctx && reference_reads; start += page_size, ++p) {
     const KvHeadView view = pool.head(pages[p], layer, kv_head);
     const size_t n = std::min(page_size, n_ctx - start);
     if (view.precision == KvPrecision::kF16) {
@@ -54,12 +68,18 @@ void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, s
 
 // The query stays f32 on f16 pages too: the fast path does not reproduce the reference engine's
 // rounding, so it keeps the more accurate product.
+size_t attend_kv_head_tile_scratch_floats(const KvShape& shape, size_t rows) {
+  return kernels::attention_tile_floats(rows, shape.head_dim) +
+         2 * shape.page_size * shape.head_dim;
+}
+
 void attend_kv_head_tile(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
                          const float* q, size_t queries, size_t group, size_t query_stride,
                          const uint32_t* last_pos, float scale, float* out, float* scratch) {
   const size_t page_size = pool.shape().page_size;
   const size_t head_dim = pool.shape().head_dim;
   const size_t n_ctx = size_t{last_pos[queries - 1]} + 1;
+  float* decoded = scratch + kernels::attention_tile_floats(queries * group, head_dim);
   kernels::AttentionTile tile =
       kernels::begin_attention_tile(scratch, q, queries, group, query_stride, head_dim, last_pos);
   for (size_t start = 0, p = 0; start < n_ctx; start += page_size, ++p) {
@@ -68,6 +88,15 @@ void attend_kv_head_tile(KvPool& pool, std::span<const PageId> pages, size_t lay
     if (view.precision == KvPrecision::kF16) {
       kernels::attend_tile_f16(tile, static_cast<const uint16_t*>(view.keys),
                                static_cast<const uint16_t*>(view.values), n, start, scale);
+    } else if (view.precision != KvPrecision::kF32) {
+      // Decoded once for the tile's 16 queries and their group of heads.
+      float* k = decoded;
+      float* v = decoded + page_size * head_dim;
+      kernels::kv_decode_block(view.precision, kernels::KvRole::kKeys, view.keys, n, page_size,
+                               head_dim, k);
+      kernels::kv_decode_block(view.precision, kernels::KvRole::kValues, view.values, n,
+                               page_size, head_dim, v);
+      kernels::attend_tile_f32(tile, k, v, n, start, scale);
     } else {
       kernels::attend_tile_f32(tile, static_cast<const float*>(view.keys),
                                static_cast<const float*>(view.values), n, start, scale);

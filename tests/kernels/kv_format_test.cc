@@ -77,7 +77,7 @@ TEST(KvFormatTest, EveryFormatRoundTripsWithinItsStep) {
         // rotating back: the rotation is orthogonal).
         std::vector<float> x = plain;
         for (size_t t = 0; t < rows && kv_format_rotated(f); ++t) {
-          rotate_head(&x[t * head_dim], head_dim);
+          rotate_kv_head(&x[t * head_dim], head_dim);
         }
         SCOPED_TRACE(std::string(kv_format_name(f)) + (role == KvRole::kKeys ? " keys" : " values") +
                      " head_dim " + std::to_string(head_dim));
@@ -159,12 +159,12 @@ TEST(KvFormatTest, RotationIsOrthogonal) {
     double dot = 0.0;
     for (size_t i = 0; i < head_dim; ++i) dot += double{a[i]} * b[i];
     std::vector<float> ra = a, rb = b;
-    rotate_head(ra.data(), head_dim);
-    rotate_head(rb.data(), head_dim);
+    rotate_kv_head(ra.data(), head_dim);
+    rotate_kv_head(rb.data(), head_dim);
     double rdot = 0.0;
     for (size_t i = 0; i < head_dim; ++i) rdot += double{ra[i]} * rb[i];
     EXPECT_NEAR(rdot, dot, 1e-4 * std::fabs(dot) + 1e-3);
-    unrotate_head(ra.data(), head_dim);
+    unrotate_kv_head(ra.data(), head_dim);
     for (size_t i = 0; i < head_dim; ++i) EXPECT_NEAR(ra[i], a[i], 1e-4f);
   }
   EXPECT_FALSE(kv_format_supports(KvFormat::kR4, 80));

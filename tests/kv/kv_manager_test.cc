@@ -34,8 +34,10 @@ TEST(KvPoolTest, FreedPagesAreReusedLeastRecentlyFreedFirst) {
 }
 
 TEST(KvPoolTest, EachPrecisionHasItsOwnArenaAndByteSize) {
-  EXPECT_EQ(precision_bytes(KvPrecision::kF32), 4u);
-  EXPECT_EQ(precision_bytes(KvPrecision::kF16), 2u);
+  EXPECT_EQ(small_shape().block_bytes(KvPrecision::kF32, kernels::KvRole::kKeys),
+            4 * small_shape().head_block_elements());
+  EXPECT_EQ(small_shape().block_bytes(KvPrecision::kF16, kernels::KvRole::kValues),
+            2 * small_shape().head_block_elements());
   const KvShape s = small_shape();
   const std::vector<ArenaSpec> arenas = {{KvPrecision::kF16, 3}, {KvPrecision::kF32, 2}};
   KvPool pool(s, arenas);
@@ -143,12 +145,12 @@ TEST(KvAttendTest, MatchesThePerHeadKernelWhateverTheThreads) {
   ThreadPool single(1), several(4);
   attend(cache, 0, queries, n_heads, scale, q.data(), one.data(), single);
   attend(cache, 0, queries, n_heads, scale, q.data(), four.data(), several);
-  std::vector<float> scratch(2 * s.head_dim);
+  std::vector<float> scratch(attend_kv_head_scratch_floats(s, 2));
   for (size_t t = 0; t < queries.size(); ++t) {
     for (size_t kv_head = 0; kv_head < s.n_kv_heads; ++kv_head) {
       const size_t at = (t * n_heads + kv_head * 2) * s.head_dim;
       attend_kv_head(cache.pool(), cache.page_table(5), 0, kv_head, queries[t].pos + 1, &q[at], 2,
-                     scale, &expected[at], scratch.data());
+                     scale, &expected[at], scratch.data(), cache.reference_reads());
     }
   }
   EXPECT_EQ(one, expected);

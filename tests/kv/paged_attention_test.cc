@@ -58,10 +58,10 @@ TEST_P(PagedAttentionTest, MatchesDenseAttentionAcrossPages) {
   std::vector<float> q(s.head_dim);
   for (float& x : q) x = normal(rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-  std::vector<float> out(s.head_dim), scratch(s.head_dim);
+  std::vector<float> out(s.head_dim), scratch(attend_kv_head_scratch_floats(s, 1));
   for (size_t ctx : {size_t{1}, size_t{8}, size_t{9}, n_ctx}) {
     attend_kv_head(cache.pool(), cache.page_table(5), layer, head, ctx, q.data(), 1, scale,
-                   out.data(), scratch.data());
+                   out.data(), scratch.data(), cache.reference_reads());
     std::vector<std::vector<float>> k_prefix(keys.begin(), keys.begin() + ctx);
     std::vector<std::vector<float>> v_prefix(values.begin(), values.begin() + ctx);
     std::vector<double> want = dense_attention(q, k_prefix, v_prefix, scale);
@@ -85,9 +85,9 @@ TEST(PagedAttentionOverflowTest, LargeValuesDoNotOverflowTheF16Accumulator) {
   std::vector<std::vector<float>> values(n_ctx,
                                          std::vector<float>{30000.0f, -30000.0f, 1000.0f, 0.5f});
   for (size_t t = 0; t < n_ctx; ++t) cache.write(1, t, 0, keys[t].data(), values[t].data());
-  std::vector<float> q(4, 0.0f), out(4), scratch(4);
+  std::vector<float> q(4, 0.0f), out(4), scratch(attend_kv_head_scratch_floats(s, 1));
   attend_kv_head(cache.pool(), cache.page_table(1), 0, 0, n_ctx, q.data(), 1, 0.5f, out.data(),
-                 scratch.data());
+                 scratch.data(), cache.reference_reads());
   // Equal scores: the output is the mean of identical rows, i.e. the row itself.
   for (size_t d = 0; d < 4; ++d) {
     ASSERT_TRUE(std::isfinite(out[d]));
