@@ -155,6 +155,8 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   report.ctx_depth = o.ctx_depth;
   report.repetitions = o.repetitions;
   report.weight_bytes = report.model.weight_bytes;
+  report.kv_type = kv_precision_name(engine_options.kv.hot);
+  report.kv_tiers = kv_tiers_string(engine_options.kv.tiers);
   std::mt19937_64 rng(o.seed);
   const size_t n_vocab = report.model.n_vocab;
 
@@ -179,6 +181,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
       std::vector<Clock::time_point> arrivals;
       STRATA_RETURN_IF_ERROR(engine->generate(r, [&](const TokenEvent& e) {
         if (e.token >= 0) arrivals.push_back(Clock::now());
+        if (e.finish != FinishReason::kNone) report.kv = engine->load();  // pages still held
         return true;
       }));
       for (size_t i = 1; i < arrivals.size(); ++i) {

@@ -59,6 +59,10 @@ struct BenchReport {
   // this run: decode's ceiling. 0 when skipped.
   double read_bandwidth_gb_s = 0;
   std::vector<ConcurrencyResult> concurrency;
+  // The KV cache at the last token of the generation test (ctx_depth + n_gen positions): its
+  // policy, positions, bytes per position and compression against f16, pages per precision.
+  std::string kv_type, kv_tiers;
+  EngineLoad kv;
 };
 
 Result<BenchReport> run_bench(const BenchOptions& options);

@@ -194,7 +194,10 @@ Result<EvalReport> run_eval(const EvalOptions& o) {
   std::unique_ptr<Engine> reference;
   if (!o.reference_path.empty()) {
     EngineOptions reference_options = o.engine;
-    if (o.reference_kv_type) reference_options.kv.hot = *o.reference_kv_type;
+    if (o.reference_kv_type) {  // that precision for every page: no tiers
+      reference_options.kv.hot = *o.reference_kv_type;
+      reference_options.kv.tiers = KvTierPolicy{};
+    }
     if (o.reference_attention) reference_options.kv.attention = *o.reference_attention;
     STRATA_ASSIGN_OR_RETURN(reference, load_for(reference_options, o.reference_path, context));
     if (reference->model().n_vocab != model->model().n_vocab) {

@@ -57,6 +57,21 @@ std::string format_table(const BenchReport& r) {
   }
   out << printf_string("peak RSS: %s; decode reads %.1f GB/s of weights",
                        human_bytes(r.peak_rss_bytes).c_str(), r.tg_bandwidth_gb_s);
+  if (r.kv.kv_positions > 0) {
+    std::string pages;
+    for (const auto& [name, n] : r.kv.kv_pages_by_precision) {
+      pages += (pages.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+    }
+    out << printf_string(
+        "\nKV cache (%s%s%s): %zu positions in %s, %.0f bytes per token, %.2fx smaller than "
+        "f16; pages: %s",
+        r.kv_type.c_str(), r.kv_tiers == "none" ? "" : ", tiers ",
+        r.kv_tiers == "none" ? "" : r.kv_tiers.c_str(), r.kv.kv_positions,
+        human_bytes(r.kv.kv_bytes_used).c_str(),
+        static_cast<double>(r.kv.kv_bytes_used) / static_cast<double>(r.kv.kv_positions),
+        static_cast<double>(r.kv.kv_f16_bytes) / static_cast<double>(r.kv.kv_bytes_used),
+        pages.c_str());
+  }
   if (r.read_bandwidth_gb_s > 0) {
     out << printf_string(" = %.0f%% of the %.1f GB/s this machine reads (STREAM-like, %d threads)",
                          100.0 * r.tg_bandwidth_gb_s / r.read_bandwidth_gb_s, r.read_bandwidth_gb_s,
@@ -85,6 +100,17 @@ std::string format_json(const BenchReport& r) {
   j["itl_p50_ms"] = r.itl_p50_ms;
   j["itl_p99_ms"] = r.itl_p99_ms;
   j["peak_rss_bytes"] = r.peak_rss_bytes;
+  j["kv_type"] = r.kv_type;
+  j["kv_tiers"] = r.kv_tiers;
+  if (r.kv.kv_positions > 0) {
+    j["kv_positions"] = r.kv.kv_positions;
+    j["kv_bytes"] = r.kv.kv_bytes_used;
+    j["kv_bytes_per_token"] =
+        static_cast<double>(r.kv.kv_bytes_used) / static_cast<double>(r.kv.kv_positions);
+    j["kv_compression_vs_f16"] =
+        static_cast<double>(r.kv.kv_f16_bytes) / static_cast<double>(r.kv.kv_bytes_used);
+    j["kv_pages_by_precision"] = r.kv.kv_pages_by_precision;
+  }
   j["weight_bytes"] = r.weight_bytes;
   j["tg_bandwidth_gb_s"] = r.tg_bandwidth_gb_s;
   j["read_bandwidth_gb_s"] = r.read_bandwidth_gb_s;

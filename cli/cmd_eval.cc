@@ -90,7 +90,9 @@ Command add_eval_command(CLI::App& app) {
       "the file to compare with, e.g. the F16 file the model was quantized from (both are loaded)");
   auto* reference_kv = add_kv_type_option(
       *sub, "--reference-kv-type", [&o](KvPrecision p) { o.reference_kv_type = p; },
-      "the reference's KV precision (default: the model's --kv-type)");
+      "the reference's KV precision, for every page (default: the model's --kv-type and "
+      "--kv-tiers); the model file itself with f16 here measures what a KV type or tier policy "
+      "costs");
   auto* reference_attention = add_attention_option(
       *sub, "--reference-attention", [&o](AttentionMode m) { o.reference_attention = m; },
       "the reference's attention (default: the model's --attention); with the model file as "

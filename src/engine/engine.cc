@@ -314,11 +314,6 @@ Result<std::vector<float>> Engine::evaluate(std::span<const TokenId> tokens, boo
                                              " tokens do not fit the context of " +
                                              std::to_string(im.summary.context)));
   const kv::SeqId seq = im.next_id++;
-  if (!im.kv->allocate(seq, tokens.size())) {
-    return make_error(ErrorCode::kOutOfRange,
-                      "the KV cache has no room for " + std::to_string(tokens.size()) +
-                          " more positions; raise the context size or run fewer sequences");
-  }
   const size_t V = im.n_vocab();
   const size_t chunk = static_cast<size_t>(im.options.batch_tokens);
   std::vector<float> out(all_positions ? tokens.size() * V : V);
@@ -326,6 +321,14 @@ Result<std::vector<float>> Engine::evaluate(std::span<const TokenId> tokens, boo
   for (size_t start = 0; start < tokens.size() && status.ok(); start += chunk) {
     const size_t n = std::min(tokens.size() - start, chunk);
     const bool last = start + n == tokens.size();
+    // Chunk by chunk, as the step allocates: with KV tiers, the pages that aged out of the hot
+    // window move to their tier before the next chunk takes hot pages.
+    if (!im.kv->allocate(seq, n)) {
+      status = make_error(ErrorCode::kOutOfRange,
+                          "the KV cache has no room for " + std::to_string(tokens.size()) +
+                              " more positions; raise the context size or run fewer sequences");
+      break;
+    }
     model::Batch batch;
     append_positions(batch, seq, tokens, start, n, all_positions ? n : (last ? 1 : 0));
     float* dst = all_positions ? out.data() + start * V : out.data();

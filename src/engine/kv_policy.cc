@@ -31,6 +31,13 @@ Result<int> parse_count(std::string_view spec, std::string_view text) {
   return n;
 }
 
+// A tier's type: a precision name, or the spec's error naming it.
+Result<KvPrecision> parse_tier_type(std::string_view spec, std::string_view name) {
+  Result<KvPrecision> p = parse_kv_precision(name);
+  if (!p.ok()) return tier_error(spec, p.error().message);
+  return p;
+}
+
 }  // namespace
 
 const char* kv_precision_name(KvPrecision p) {
@@ -80,13 +87,13 @@ Result<KvTierPolicy> parse_kv_tiers(std::string_view spec) {
       (key == "sink" ? t.sink : t.hot) = n;
     } else if (key == "warm") {
       const size_t colon = value.find(':');
-      STRATA_ASSIGN_OR_RETURN(t.warm, parse_kv_precision(value.substr(0, colon)));
+      STRATA_ASSIGN_OR_RETURN(t.warm, parse_tier_type(spec, value.substr(0, colon)));
       if (colon != std::string_view::npos) {
         STRATA_ASSIGN_OR_RETURN(t.warm_tokens, parse_count(spec, value.substr(colon + 1)));
         seen_warm_count = true;
       }
     } else if (key == "cold") {
-      STRATA_ASSIGN_OR_RETURN(t.cold, parse_kv_precision(value));
+      STRATA_ASSIGN_OR_RETURN(t.cold, parse_tier_type(spec, value));
     } else {
       return tier_error(spec, "unknown tier '" + key + "' (sink, hot, warm, cold)");
     }
