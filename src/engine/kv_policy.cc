@@ -122,12 +122,13 @@ namespace {
 size_t pages_for(size_t tokens, size_t page_size) { return (tokens + page_size - 1) / page_size; }
 
 // The precision itself, or f16 with a warning when the head size does not suit it.
-kv::KvPrecision usable(KvPrecision p, size_t head_dim) {
+kv::KvPrecision usable(KvPrecision p, const kv::KvShape& shape) {
   const kv::KvPrecision k = to_kv(p);
-  if (kernels::kv_format_supports(k, head_dim)) return k;
+  if (kernels::kv_format_supports(k, shape.head_dim, shape.page_size)) return k;
   log_warn(std::string("KV type ") + kv_precision_name(p) + " cannot hold heads of " +
-           std::to_string(head_dim) + " (q8_0/q4_0 need a multiple of 32, r4/r3 a power of two " +
-           "from 64): using f16 for it");
+           std::to_string(shape.head_dim) + " in pages of " + std::to_string(shape.page_size) +
+           " (q8_0/q4_0 need heads of a multiple of 32; r4/r3 a power of two from 32, and pages "
+           "of a multiple of 32): using f16 for it");
   return kv::KvPrecision::kF16;
 }
 
@@ -165,10 +166,10 @@ kv::KvPrecision to_kv(KvPrecision p) {
 
 Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
   const KvCachePolicy& policy = in.policy;
-  const size_t head_dim = in.shape.head_dim, page = in.shape.page_size;
+  const size_t page = in.shape.page_size;
   const size_t all_pages = pages_for(in.context, page);
   KvTierPolicy tiers = policy.tiers;
-  kv::KvPrecision write = usable(policy.hot, head_dim);
+  kv::KvPrecision write = usable(policy.hot, in.shape);
   if (!kernels::kv_format_row_writable(write, kernels::KvRole::kKeys)) {
     if (tiers.enabled()) {
       return make_error(ErrorCode::kInvalidArgument,
@@ -196,8 +197,8 @@ Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
   t.sink_tokens = static_cast<size_t>(tiers.sink);
   t.hot_tokens = static_cast<size_t>(tiers.hot);
   t.warm_tokens = static_cast<size_t>(tiers.warm_tokens);
-  if (tiers.warm) t.warm = usable(*tiers.warm, head_dim);
-  if (tiers.cold) t.cold = usable(*tiers.cold, head_dim);
+  if (tiers.warm) t.warm = usable(*tiers.warm, in.shape);
+  if (tiers.cold) t.cold = usable(*tiers.cold, in.shape);
   // Per sequence, the most pages each tier can hold at once: a page leaves the hot tier at the
   // first allocation after it ages out, so the hot tier also holds one step's new pages and the
   // page being filled.

@@ -1,6 +1,6 @@
-// kernels/attention_block.h with Highway runtime dispatch. Row decoders work on at most 8 f32
-// lanes (the r3 bit plane gives 8 codes per byte run; see kv_format.h), the dot products and
-// accumulator updates on the target's full width.
+// kernels/attention_block.h with Highway runtime dispatch. The decoders and multiply-adds work
+// on 8 f32 lanes (at most: the code layouts give 8 codes per run of bytes, see kv_format.h;
+// head_dim and the rows of a rotated block are multiples of 8), the exp on the full width.
 
 #include "kernels/attention_block.h"
 
@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "base/fp16.h"
+#include "kernels/reference/attention_block_ref.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention_block.cc"
@@ -27,11 +28,11 @@ namespace {
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 // The scratch layout: per-head scores (rows padded to 16 with -inf), the queries with a rotated
-// key block's steps folded in, and one decoded row.
+// key block's steps folded in, and the value rows' scales.
 struct BlockScratch {
   float* scores;  // [group][rows_padded]
   float* qk;      // [group][head_dim]
-  float* row;     // [head_dim]
+  float* row_scale;  // [rows_padded]
   float* bias;    // [group]: a rotated key block's sum_c q_c m_c
   float* alpha;   // [group]: the block's rescale of each head's accumulator
   size_t rows_padded;
@@ -40,9 +41,9 @@ struct BlockScratch {
 BlockScratch carve(float* scratch, size_t group, size_t rows, size_t head_dim) {
   const size_t padded = round_up(rows, 16);
   float* qk = scratch + group * padded;
-  float* row = qk + group * head_dim;
-  float* bias = row + head_dim;
-  return {scratch, qk, row, bias, bias + group, padded};
+  float* row_scale = qk + group * head_dim;
+  float* bias = row_scale + padded;
+  return {scratch, qk, row_scale, bias, bias + group, padded};
 }
 
 }  // namespace
@@ -58,12 +59,6 @@ using VF = hn::Vec<DF>;
 using DC = hn::CappedTag<float, 8>;  // the decoders' lanes
 using VC = hn::Vec<DC>;
 
-HWY_INLINE VC BytesToFloat(const uint8_t* p) {
-  const DC dc;
-  const hn::Rebind<uint8_t, DC> d8;
-  const hn::Rebind<int32_t, DC> di;
-  return hn::ConvertTo(dc, hn::PromoteTo(di, hn::LoadU(d8, p)));
-}
 
 HWY_INLINE hn::Vec<hn::Rebind<int32_t, DC>> Bytes(const uint8_t* p) {
   const hn::Rebind<uint8_t, DC> d8;
@@ -71,143 +66,140 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, DC>> Bytes(const uint8_t* p) {
   return hn::PromoteTo(di, hn::LoadU(d8, p));
 }
 
-// Row `row` of a row-writable format as f32 values (rotated values: code - center, the row's
-// scale returned instead of applied).
-HWY_INLINE float DecodeRow(KvFormat f, const uint8_t* p, size_t head_dim, float* out) {
+// Codes [i, i + lanes) of a run of n rotated codes (kv_format.h's layouts; i a multiple of the
+// lanes, which are at most 8).
+HWY_INLINE hn::Vec<hn::Rebind<int32_t, DC>> Codes(KvFormat f, const uint8_t* codes, size_t n,
+                                                  size_t i) {
+  const hn::Rebind<int32_t, DC> di;
+  if (f == KvFormat::kR4) {
+    const size_t half = n / 2;
+    const auto bytes = Bytes(codes + i % half);
+    return i < half ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
+  }
+  const size_t quarter = n / 4;
+  const auto low = hn::And(
+      hn::ShiftRightSame(Bytes(codes + i % quarter), static_cast<int>(2 * (i / quarter))),
+      hn::Set(di, 3));
+  uint32_t word;  // the high bits of codes [i - i % 32, + 32)
+  std::memcpy(&word, codes + quarter + i / 32 * 4, 4);
+  const auto shift = hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(i % 32)));
+  // The And keeps bit 0 of each lane's shift (arithmetic on int32 lanes, which changes no low bit).
+  const auto high = hn::And(hn::Shr(hn::Set(di, static_cast<int32_t>(word)), shift), hn::Set(di, 1));
+  return hn::Or(low, hn::ShiftLeft<2>(high));
+}
+
+// Elements [d, d + lanes) of a row of a row-writable format as f32 (d a multiple of the lanes). Rotated
+// values: code - center (the row's scale is applied by the caller).
+HWY_INLINE VC RowChunk(KvFormat f, const uint8_t* row, size_t head_dim, size_t d, float center) {
   const DC dc;
-  const size_t lanes = hn::Lanes(dc);
   const hn::Rebind<int32_t, DC> di;
   switch (f) {
     case KvFormat::kF32:
-      std::memcpy(out, p, head_dim * sizeof(float));
-      return 1.0f;
+      return hn::LoadU(dc, reinterpret_cast<const float*>(row) + d);
     case KvFormat::kF16: {
       const hn::Rebind<hwy::float16_t, DC> dh;
-      for (size_t d = 0; d < head_dim; d += lanes) {
-        hn::StoreU(hn::PromoteTo(dc, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p) + d)),
-                   dc, out + d);
-      }
-      return 1.0f;
+      return hn::PromoteTo(dc, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(row) + d));
     }
     case KvFormat::kBF16: {
       const hn::Rebind<uint16_t, DC> d16;
       const hn::Rebind<uint32_t, DC> du;
-      for (size_t d = 0; d < head_dim; d += lanes) {
-        const auto bits = hn::ShiftLeft<16>(
-            hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p) + d)));
-        hn::StoreU(hn::BitCast(dc, bits), dc, out + d);
-      }
-      return 1.0f;
+      return hn::BitCast(dc, hn::ShiftLeft<16>(hn::PromoteTo(
+                                 du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(row) + d))));
     }
     case KvFormat::kQ8_0: {
+      const uint8_t* block = row + d / 32 * 34;
+      uint16_t dh;
+      std::memcpy(&dh, block, 2);
       const hn::Rebind<int8_t, DC> d8;
-      for (size_t b = 0; b < head_dim; b += 32, p += 34) {
-        uint16_t dh;
-        std::memcpy(&dh, p, 2);
-        const VC scale = hn::Set(dc, fp16_to_fp32(dh));
-        for (size_t i = 0; i < 32; i += lanes) {
-          const VC q = hn::ConvertTo(
-              dc, hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p + 2 + i))));
-          hn::StoreU(hn::Mul(q, scale), dc, out + b + i);
-        }
-      }
-      return 1.0f;
+      const auto q = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block + 2 + d % 32)));
+      return hn::Mul(hn::ConvertTo(dc, q), hn::Set(dc, fp16_to_fp32(dh)));
     }
     case KvFormat::kQ4_0: {
-      const auto mask = hn::Set(di, 15), eight = hn::Set(di, 8);
-      for (size_t b = 0; b < head_dim; b += 32, p += 18) {
-        uint16_t dh;
-        std::memcpy(&dh, p, 2);
-        const VC scale = hn::Set(dc, fp16_to_fp32(dh));
-        for (size_t j = 0; j < 16; j += lanes) {
-          const auto bytes = Bytes(p + 2 + j);
-          const VC lo = hn::ConvertTo(dc, hn::Sub(hn::And(bytes, mask), eight));
-          const VC hi = hn::ConvertTo(dc, hn::Sub(hn::ShiftRight<4>(bytes), eight));
-          hn::StoreU(hn::Mul(lo, scale), dc, out + b + j);
-          hn::StoreU(hn::Mul(hi, scale), dc, out + b + 16 + j);
-        }
-      }
-      return 1.0f;
+      const uint8_t* block = row + d / 32 * 18;
+      uint16_t dh;
+      std::memcpy(&dh, block, 2);
+      const size_t j = d % 32;
+      const auto bytes = Bytes(block + 2 + j % 16);
+      const auto q = j < 16 ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
+      return hn::Mul(hn::ConvertTo(dc, hn::Sub(q, hn::Set(di, 8))), hn::Set(dc, fp16_to_fp32(dh)));
     }
     case KvFormat::kR4:
     case KvFormat::kR3:
-      break;
+      return hn::Sub(hn::ConvertTo(dc, Codes(f, row + 2, head_dim, d)), hn::Set(dc, center));
   }
-  return 0.0f;
+  return hn::Zero(dc);
 }
 
-// A row of rotated codes as f32 codes minus `center`.
-HWY_INLINE void DecodeCodes(KvFormat f, const uint8_t* codes, size_t head_dim, float center,
-                            float* out) {
+// Heads handled together: each decoded chunk feeds this many accumulators.
+constexpr size_t kHeads = 4;
+
+// Scores of a rotated key block: for 8 positions at a time, one multiply-add per channel and
+// head with the channel's codes (the steps already folded into qk), plus the minima's part.
+HWY_INLINE void RotatedKeyScores(KvFormat f, const uint8_t* codes, size_t n, size_t rows,
+                                 size_t head_dim, const float* qk, const float* bias, size_t group,
+                                 float scale, float* scores, size_t stride) {
   const DC dc;
-  const size_t lanes = hn::Lanes(dc);
-  const hn::Rebind<int32_t, DC> di;
-  const VC c = hn::Set(dc, center);
-  if (f == KvFormat::kR4) {
-    const size_t half = head_dim / 2;
-    const auto mask = hn::Set(di, 15);
-    for (size_t i = 0; i < half; i += lanes) {
-      const auto bytes = Bytes(codes + i);
-      hn::StoreU(hn::Sub(hn::ConvertTo(dc, hn::And(bytes, mask)), c), dc, out + i);
-      hn::StoreU(hn::Sub(hn::ConvertTo(dc, hn::ShiftRight<4>(bytes)), c), dc, out + half + i);
+  const size_t channel_bytes = rotated_code_bytes(f, rows);
+  for (size_t t0 = 0; t0 < n; t0 += hn::Lanes(dc)) {
+    for (size_t g0 = 0; g0 < group; g0 += kHeads) {
+      const size_t heads = std::min(kHeads, group - g0);
+      VC acc[kHeads];
+      for (size_t j = 0; j < kHeads; ++j) acc[j] = hn::Zero(dc);
+      for (size_t c = 0; c < head_dim; ++c) {
+        const VC code = hn::ConvertTo(dc, Codes(f, codes + c * channel_bytes, rows, t0));
+        for (size_t j = 0; j < heads; ++j) {
+          acc[j] = hn::MulAdd(hn::Set(dc, qk[(g0 + j) * head_dim + c]), code, acc[j]);
+        }
+      }
+      for (size_t j = 0; j < heads; ++j) {
+        const VC s = hn::Mul(hn::Add(acc[j], hn::Set(dc, bias[g0 + j])), hn::Set(dc, scale));
+        hn::StoreU(s, dc, scores + (g0 + j) * stride + t0);
+      }
     }
-    return;
-  }
-  const size_t quarter = head_dim / 4, eighth = head_dim / 8;
-  const auto three = hn::Set(di, 3), one = hn::Set(di, 1);
-  for (size_t i = 0; i < head_dim; i += lanes) {
-    const auto low = hn::And(hn::ShiftRightSame(Bytes(codes + i % quarter),
-                                                static_cast<int>(2 * (i / quarter))),
-                             three);
-    const auto high = hn::And(hn::ShiftRightSame(Bytes(codes + quarter + i % eighth),
-                                                 static_cast<int>(i / eighth)),
-                              one);
-    const auto code = hn::Or(low, hn::ShiftLeft<2>(high));
-    hn::StoreU(hn::Sub(hn::ConvertTo(dc, code), c), dc, out + i);
   }
 }
 
-HWY_INLINE float Dot(const float* a, const float* b, size_t n) {
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  VF s0 = hn::Zero(df), s1 = hn::Zero(df);
-  size_t d = 0;
-  for (; d + 2 * lanes <= n; d += 2 * lanes) {
-    s0 = hn::MulAdd(hn::LoadU(df, a + d), hn::LoadU(df, b + d), s0);
-    s1 = hn::MulAdd(hn::LoadU(df, a + d + lanes), hn::LoadU(df, b + d + lanes), s1);
+// Scores of a row-writable key block: per position, chunks of the row against each head.
+HWY_INLINE void RowKeyScores(KvFormat f, const uint8_t* rows_data, size_t n, size_t head_dim,
+                             const float* q, size_t group, float scale, float* scores,
+                             size_t stride) {
+  const DC dc;
+  const size_t row_bytes = kv_row_bytes(f, KvRole::kKeys, head_dim);
+  for (size_t t = 0; t < n; ++t) {
+    const uint8_t* row = rows_data + t * row_bytes;
+    for (size_t g0 = 0; g0 < group; g0 += kHeads) {
+      const size_t heads = std::min(kHeads, group - g0);
+      VC acc[kHeads];
+      for (size_t j = 0; j < kHeads; ++j) acc[j] = hn::Zero(dc);
+      for (size_t d = 0; d < head_dim; d += hn::Lanes(dc)) {
+        const VC k = RowChunk(f, row, head_dim, d, 0.0f);
+        for (size_t j = 0; j < heads; ++j) {
+          acc[j] = hn::MulAdd(hn::LoadU(dc, q + (g0 + j) * head_dim + d), k, acc[j]);
+        }
+      }
+      for (size_t j = 0; j < heads; ++j) {
+        scores[(g0 + j) * stride + t] = hn::GetLane(hn::SumOfLanes(dc, acc[j])) * scale;
+      }
+    }
   }
-  float tail = 0.0f;
-  for (; d < n; ++d) tail += a[d] * b[d];
-  return hn::GetLane(hn::SumOfLanes(df, hn::Add(s0, s1))) + tail;
-}
-
-// acc = acc * alpha + w * row.
-HWY_INLINE void ScaleAdd(float* acc, float alpha, float w, const float* row, size_t n) {
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  const VF va = hn::Set(df, alpha), vw = hn::Set(df, w);
-  size_t d = 0;
-  for (; d + lanes <= n; d += lanes) {
-    hn::StoreU(hn::MulAdd(hn::LoadU(df, row + d), vw, hn::Mul(hn::LoadU(df, acc + d), va)), df,
-               acc + d);
-  }
-  for (; d < n; ++d) acc[d] = acc[d] * alpha + w * row[d];
 }
 
 void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n, size_t rows,
                  size_t head_dim, const float* q, size_t group, float scale, OnlineSoftmax* st,
                  float* acc, float* scratch) {
   if (n == 0) return;
+  if (head_dim % hn::Lanes(DC()) != 0) {  // e.g. the tiny heads of tests and toy models
+    reference::attend_block_ref(format, keys, values, n, rows, head_dim, q, group, scale, st, acc);
+    return;
+  }
   const BlockScratch s = carve(scratch, group, rows, head_dim);
   const auto* kb = static_cast<const uint8_t*>(keys);
   const auto* vb = static_cast<const uint8_t*>(values);
   const bool rotated = kv_format_rotated(format);
   const float center = static_cast<float>(rotated_levels(format) - 1) / 2.0f;
+  const size_t stride = s.rows_padded;
 
   // Scores. Rotated keys: q_c s_c once per block, and the minima's part of q·k per head.
-  std::fill_n(s.bias, group, 0.0f);
-  const uint8_t* key_rows = kb;
-  size_t key_row_bytes = 0;
   if (rotated) {
     RotatedKeyHeader header;
     std::memcpy(&header, kb, sizeof header);
@@ -222,67 +214,58 @@ void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n
       }
       s.bias[g] = b;
     }
-    key_rows = kb + rotated_key_header_bytes(head_dim);
-    key_row_bytes = rotated_code_bytes(format, head_dim);
+    RotatedKeyScores(format, kb + rotated_key_header_bytes(head_dim), n, rows, head_dim, s.qk,
+                     s.bias, group, scale, s.scores, stride);
   } else {
-    key_row_bytes = kv_row_bytes(format, KvRole::kKeys, head_dim);
-  }
-  const float* qk = rotated ? s.qk : q;
-  for (size_t t = 0; t < n; ++t) {
-    const uint8_t* row = key_rows + t * key_row_bytes;
-    const float* k = s.row;
-    if (rotated) {
-      DecodeCodes(format, row, head_dim, 0.0f, s.row);
-    } else if (format == KvFormat::kF32) {
-      k = reinterpret_cast<const float*>(row);
-    } else {
-      DecodeRow(format, row, head_dim, s.row);
-    }
-    for (size_t g = 0; g < group; ++g) {
-      s.scores[g * s.rows_padded + t] = (Dot(qk + g * head_dim, k, head_dim) + s.bias[g]) * scale;
-    }
+    RowKeyScores(format, kb, n, head_dim, q, group, scale, s.scores, stride);
   }
 
-  // Softmax weights, one rescale per head.
+  // Softmax weights, one rescale per head; a rotated value row's scale joins its weight.
   const DF df;
   const size_t lanes = hn::Lanes(df);
+  const size_t value_row_bytes = kv_row_bytes(format, KvRole::kValues, head_dim);
+  float* row_scale = s.row_scale;
+  for (size_t t = 0; t < n; ++t) {
+    uint16_t sh = 0x3C00;  // 1.0
+    if (rotated) std::memcpy(&sh, vb + t * value_row_bytes, 2);
+    row_scale[t] = fp16_to_fp32(sh);
+  }
   for (size_t g = 0; g < group; ++g) {
-    float* sg = s.scores + g * s.rows_padded;
-    std::fill(sg + n, sg + s.rows_padded, -std::numeric_limits<float>::infinity());
+    float* sg = s.scores + g * stride;
+    std::fill(sg + n, sg + stride, -std::numeric_limits<float>::infinity());
     float m = st[g].m;
     for (size_t t = 0; t < n; ++t) m = std::max(m, sg[t]);
     s.alpha[g] = std::exp(st[g].m - m);
     const VF vm = hn::Set(df, m);
     VF sum = hn::Zero(df);
-    for (size_t t = 0; t < s.rows_padded; t += lanes) {
+    for (size_t t = 0; t < stride; t += lanes) {
       const VF w = ExpPoly(df, hn::Sub(hn::LoadU(df, sg + t), vm));
-      hn::StoreU(w, df, sg + t);
       sum = hn::Add(sum, w);
+      hn::StoreU(w, df, sg + t);
     }
+    for (size_t t = 0; t < n && rotated; ++t) sg[t] *= row_scale[t];
     st[g].sum = st[g].sum * s.alpha[g] + hn::GetLane(hn::SumOfLanes(df, sum));
     st[g].m = m;
     st[g].f16_accumulator = false;
   }
 
-  // Values: acc = acc * alpha + sum_t w_t v_t, the rescale folded into the first row.
-  const size_t value_row_bytes = kv_row_bytes(format, KvRole::kValues, head_dim);
-  for (size_t t = 0; t < n; ++t) {
-    const uint8_t* row = vb + t * value_row_bytes;
-    const float* v = s.row;
-    float row_scale = 1.0f;
-    if (rotated) {
-      uint16_t sh;
-      std::memcpy(&sh, row, 2);
-      row_scale = fp16_to_fp32(sh);
-      DecodeCodes(format, row + 2, head_dim, center, s.row);
-    } else if (format == KvFormat::kF32) {
-      v = reinterpret_cast<const float*>(row);
-    } else {
-      DecodeRow(format, row, head_dim, s.row);
-    }
-    for (size_t g = 0; g < group; ++g) {
-      ScaleAdd(acc + g * head_dim, t == 0 ? s.alpha[g] : 1.0f,
-               s.scores[g * s.rows_padded + t] * row_scale, v, head_dim);
+  // Values: acc = acc * alpha + sum_t w_t v_t, a vector of dimensions of up to 4 heads in
+  // registers while the positions stream by.
+  const DC dc;
+  for (size_t d = 0; d < head_dim; d += hn::Lanes(dc)) {
+    for (size_t g0 = 0; g0 < group; g0 += kHeads) {
+      const size_t heads = std::min(kHeads, group - g0);
+      VC a[kHeads];
+      for (size_t j = 0; j < heads; ++j) {
+        a[j] = hn::Mul(hn::LoadU(dc, acc + (g0 + j) * head_dim + d), hn::Set(dc, s.alpha[g0 + j]));
+      }
+      for (size_t t = 0; t < n; ++t) {
+        const VC v = RowChunk(format, vb + t * value_row_bytes, head_dim, d, center);
+        for (size_t j = 0; j < heads; ++j) {
+          a[j] = hn::MulAdd(hn::Set(dc, s.scores[(g0 + j) * stride + t]), v, a[j]);
+        }
+      }
+      for (size_t j = 0; j < heads; ++j) hn::StoreU(a[j], dc, acc + (g0 + j) * head_dim + d);
     }
   }
 }
@@ -296,7 +279,7 @@ namespace strata::kernels {
 HWY_EXPORT(AttendBlock);
 
 size_t attend_block_scratch_floats(size_t group, size_t rows, size_t head_dim) {
-  return group * (round_up(rows, 16) + head_dim + 2) + head_dim;
+  return group * (round_up(rows, 16) + head_dim + 2) + round_up(rows, 16);
 }
 
 void attend_block(KvFormat format, const void* keys, const void* values, size_t n, size_t rows,

@@ -72,18 +72,19 @@ void encode_q4_0(const float* x, size_t head_dim, uint8_t* out) {
   }
 }
 
-void pack_codes(KvFormat f, const int* code, size_t head_dim, uint8_t* out) {
+// A run of n codes (see the header for the two layouts).
+void pack_codes(KvFormat f, const int* code, size_t n, uint8_t* out) {
   if (f == KvFormat::kR4) {
-    for (size_t i = 0; i < head_dim / 2; ++i) {
-      out[i] = static_cast<uint8_t>(code[i] | (code[i + head_dim / 2] << 4));
+    for (size_t i = 0; i < n / 2; ++i) {
+      out[i] = static_cast<uint8_t>(code[i] | (code[i + n / 2] << 4));
     }
     return;
   }
-  const size_t quarter = head_dim / 4, eighth = head_dim / 8;
-  std::memset(out, 0, quarter + eighth);
-  for (size_t i = 0; i < head_dim; ++i) {
+  const size_t quarter = n / 4;
+  std::memset(out, 0, quarter + n / 8);
+  for (size_t i = 0; i < n; ++i) {
     out[i % quarter] |= static_cast<uint8_t>((code[i] & 3) << (2 * (i / quarter)));
-    out[quarter + i % eighth] |= static_cast<uint8_t>(((code[i] >> 2) & 1) << (i / eighth));
+    out[quarter + i / 8] |= static_cast<uint8_t>(((code[i] >> 2) & 1) << (i % 8));
   }
 }
 
@@ -154,16 +155,16 @@ void encode_rotated_keys(KvFormat f, const float* x, size_t n, size_t rows, size
   }
   const RotatedKeyHeader header{fp32_to_fp16(d_step), fp32_to_fp16(d_min)};
   std::memcpy(out, &header, sizeof header);
-  const size_t code_bytes = rotated_code_bytes(f, head_dim);
+  const size_t channel_bytes = rotated_code_bytes(f, rows);
   uint8_t* codes = out + rotated_key_header_bytes(head_dim);
-  std::vector<int> code(head_dim);
-  for (size_t t = 0; t < rows; ++t) {
-    for (size_t c = 0; c < head_dim; ++c) {
+  std::vector<int> code(rows);
+  for (size_t c = 0; c < head_dim; ++c) {
+    for (size_t t = 0; t < rows; ++t) {
       const float v = t < n && steps[c] > 0.0f ? (x[t * head_dim + c] - mins[c]) / steps[c] : 0.0f;
-      code[c] = static_cast<int>(std::clamp(std::nearbyint(v), 0.0f,
+      code[t] = static_cast<int>(std::clamp(std::nearbyint(v), 0.0f,
                                             static_cast<float>(levels - 1)));
     }
-    pack_codes(f, code.data(), head_dim, codes + t * code_bytes);
+    pack_codes(f, code.data(), rows, codes + c * channel_bytes);
   }
 }
 
@@ -256,14 +257,14 @@ bool kv_format_from_name(const char* name, KvFormat* f) {
   return false;
 }
 
-bool kv_format_supports(KvFormat f, size_t head_dim) {
+bool kv_format_supports(KvFormat f, size_t head_dim, size_t rows) {
   switch (f) {
     case KvFormat::kQ8_0:
     case KvFormat::kQ4_0:
       return head_dim % kBlock32 == 0;
     case KvFormat::kR4:
     case KvFormat::kR3:
-      return head_dim >= 64 && std::has_single_bit(head_dim);
+      return head_dim >= 32 && std::has_single_bit(head_dim) && rows % 32 == 0;
     default:
       return head_dim > 0;
   }
@@ -290,17 +291,17 @@ size_t kv_row_bytes(KvFormat f, KvRole role, size_t head_dim) {
 
 size_t kv_block_bytes(KvFormat f, KvRole role, size_t rows, size_t head_dim) {
   if (kv_format_row_writable(f, role)) return rows * kv_row_bytes(f, role, head_dim);
-  return rotated_key_header_bytes(head_dim) + rows * rotated_code_bytes(f, head_dim);
+  return rotated_key_header_bytes(head_dim) + head_dim * rotated_code_bytes(f, rows);
 }
 
-int rotated_code(KvFormat f, const uint8_t* codes, size_t head_dim, size_t i) {
+int rotated_code(KvFormat f, const uint8_t* codes, size_t n, size_t i) {
   if (f == KvFormat::kR4) {
-    const size_t half = head_dim / 2;
+    const size_t half = n / 2;
     return i < half ? codes[i] & 15 : codes[i - half] >> 4;
   }
-  const size_t quarter = head_dim / 4, eighth = head_dim / 8;
+  const size_t quarter = n / 4;
   const int low = (codes[i % quarter] >> (2 * (i / quarter))) & 3;
-  const int high = (codes[quarter + i % eighth] >> (i / eighth)) & 1;
+  const int high = (codes[quarter + i / 8] >> (i % 8)) & 1;
   return low | (high << 2);
 }
 
@@ -357,16 +358,15 @@ void kv_decode_block(KvFormat f, KvRole role, const void* block, size_t n, size_
   const uint8_t* sc = in + sizeof header;
   const auto* mn = reinterpret_cast<const int8_t*>(sc + head_dim);
   const uint8_t* codes = in + rotated_key_header_bytes(head_dim);
-  const size_t code_bytes = rotated_code_bytes(f, head_dim);
+  const size_t channel_bytes = rotated_code_bytes(f, rows);
   for (size_t t = 0; t < n; ++t) {
     for (size_t c = 0; c < head_dim; ++c) {
       x[t * head_dim + c] =
           d_min * static_cast<float>(mn[c]) +
           d_step * static_cast<float>(sc[c]) *
-              static_cast<float>(rotated_code(f, codes + t * code_bytes, head_dim, c));
+              static_cast<float>(rotated_code(f, codes + c * channel_bytes, rows, t));
     }
   }
-  (void)rows;
 }
 
 void rotate_kv_head(float* x, size_t head_dim) {

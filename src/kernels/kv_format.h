@@ -12,14 +12,18 @@
 //                         channels over all channels (QuaRot, TurboQuant), so a few bits suffice.
 //     keys, per channel over the block's positions (KIVI, KVQuant): channel c has a minimum
 //       m_c and a step s_c, x = m_c + s_c * code. Header: f16 d_step, f16 d_min, u8 sc[head_dim],
-//       i8 mn[head_dim] (s_c = d_step * sc[c], m_c = d_min * mn[c]), then code rows. A query
-//       folds the steps into itself once per block: q·k = sum_c (q_c s_c) code_c + sum_c q_c m_c.
+//       i8 mn[head_dim] (s_c = d_step * sc[c], m_c = d_min * mn[c]), then the codes channel by
+//       channel, each channel's `rows` codes together. A query folds the steps into itself once
+//       per block, q·k = sum_c (q_c s_c) code_c + sum_c q_c m_c, and the scores of 8 positions
+//       are then 8 lanes of one multiply-add per channel (no horizontal sums).
 //     values, per position: a row is f16 scale, then codes; x = scale * (code - (L - 1) / 2)
 //       with L = 16 or 8 levels, the scale chosen for the least squared error.
-//   Code rows: r4 packs code i and code i + head_dim/2 in the low and high nibble of byte i;
-//   r3 has a 2-bit plane (code i's low bits in byte i % (D/4) at bit 2 * (i / (D/4))) and a 1-bit
-//   plane (code i's high bit in byte i % (D/8) at bit i / (D/8)), so 8 consecutive codes come
-//   from 8 consecutive bytes with one shift, as SIMD decoding wants.
+//   Runs of n codes (a value row: n = head_dim; a key channel: n = rows): r4 packs code i and
+//   code i + n/2 in the low and high nibble of byte i; r3 has a 2-bit plane (code i's low bits in
+//   byte i % (n/4) at bit 2 * (i / (n/4))) then a 1-bit plane (code i's high bit at bit i of the
+//   plane, little-endian), so that 8 consecutive codes come from 8 consecutive bytes with one
+//   shift plus one bit each from a 32-bit word, as SIMD decoding wants. Hence rows and head_dim
+//   are multiples of 32 for the rotated formats.
 #pragma once
 
 #include <cstddef>
@@ -37,9 +41,10 @@ bool kv_format_from_name(const char* name, KvFormat* f);
 
 // Whether a format stores keys and values rotated (rotate_kv_head).
 constexpr bool kv_format_rotated(KvFormat f) { return f == KvFormat::kR4 || f == KvFormat::kR3; }
-// Whether a format can hold heads of head_dim: q8_0 and q4_0 need whole blocks of 32, the
-// rotated formats a power of two of at least 64 (the Hadamard transform and the code planes).
-bool kv_format_supports(KvFormat f, size_t head_dim);
+// Whether a format can hold heads of head_dim in blocks of `rows` positions: q8_0 and q4_0 need
+// whole blocks of 32, the rotated formats a power of two of at least 32 (the Hadamard transform)
+// and rows a multiple of 32 (the code runs).
+bool kv_format_supports(KvFormat f, size_t head_dim, size_t rows);
 // Whether positions can be written one at a time (every format but the rotated formats' keys,
 // whose per-channel scales depend on every position of the block).
 constexpr bool kv_format_row_writable(KvFormat f, KvRole role) {
@@ -78,11 +83,11 @@ struct RotatedKeyHeader {
 inline size_t rotated_key_header_bytes(size_t head_dim) {
   return sizeof(RotatedKeyHeader) + 2 * head_dim;
 }
-// Bytes of one row of codes.
-inline size_t rotated_code_bytes(KvFormat f, size_t head_dim) {
-  return f == KvFormat::kR4 ? head_dim / 2 : head_dim / 4 + head_dim / 8;
+// Bytes of a run of n codes.
+inline size_t rotated_code_bytes(KvFormat f, size_t n) {
+  return f == KvFormat::kR4 ? n / 2 : n / 4 + n / 8;
 }
-// Code i of a row of codes (scalar; the oracle of the SIMD decoders).
-int rotated_code(KvFormat f, const uint8_t* codes, size_t head_dim, size_t i);
+// Code i of a run of n codes (scalar; the oracle of the SIMD decoders).
+int rotated_code(KvFormat f, const uint8_t* codes, size_t n, size_t i);
 
 }  // namespace strata::kernels

@@ -81,7 +81,7 @@ TEST(KvFormatTest, EveryFormatRoundTripsWithinItsStep) {
         }
         SCOPED_TRACE(std::string(kv_format_name(f)) + (role == KvRole::kKeys ? " keys" : " values") +
                      " head_dim " + std::to_string(head_dim));
-        ASSERT_TRUE(kv_format_supports(f, head_dim));
+        ASSERT_TRUE(kv_format_supports(f, head_dim, rows));
         std::vector<uint8_t> block(kv_block_bytes(f, role, rows, head_dim));
         kv_encode_block(f, role, x.data(), rows - 3, rows, head_dim, block.data());
         std::vector<float> y((rows - 3) * head_dim);
@@ -167,8 +167,9 @@ TEST(KvFormatTest, RotationIsOrthogonal) {
     unrotate_kv_head(ra.data(), head_dim);
     for (size_t i = 0; i < head_dim; ++i) EXPECT_NEAR(ra[i], a[i], 1e-4f);
   }
-  EXPECT_FALSE(kv_format_supports(KvFormat::kR4, 80));
-  EXPECT_FALSE(kv_format_supports(KvFormat::kQ8_0, 48));
+  EXPECT_FALSE(kv_format_supports(KvFormat::kR4, 80, 32));
+  EXPECT_FALSE(kv_format_supports(KvFormat::kR3, 64, 16));
+  EXPECT_FALSE(kv_format_supports(KvFormat::kQ8_0, 48, 32));
 }
 
 // Softmax attention in double over decoded rows: the independent expectation.
