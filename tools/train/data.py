@@ -119,6 +119,7 @@ class Sampler:
         case is cut off; an answer cut off with it is not counted)."""
         ids: list[int] = []
         spans = []
+        unscored = []  # target ranges of induct cases' first runs: random, nothing to learn
         lo, hi = self.cfg.pack_len
         while len(ids) < n + 1:
             task = str(rng.choice(self.task_names, p=self.task_p))
@@ -127,6 +128,7 @@ class Sampler:
                 first, end = len(ids) + answer_start - 1, len(ids) + len(case_ids) - 2
                 if end <= n:
                     spans.append((first, end, task))
+                unscored.append((len(ids), first))
                 ids.extend(case_ids)
                 continue
             length = int(rng.integers(lo, hi + 1))
@@ -140,7 +142,10 @@ class Sampler:
                 spans.append((first, end, task))
             ids.extend(tk.ids)
         row = np.array(ids[: n + 1], dtype=np.int64)
-        return row[:-1], np.arange(n, dtype=np.int64), row[1:].copy(), "packed", spans
+        targets = row[1:].copy()
+        for a, b in unscored:
+            targets[a:min(b, n)] = IGNORE
+        return row[:-1], np.arange(n, dtype=np.int64), targets, "packed", spans
 
     def induct_case(self, rng: np.random.Generator) -> tuple[list[int], int]:
         """BOS, a run of random ordinary pieces, the run again, EOS; and where the copy starts."""

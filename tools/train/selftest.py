@@ -19,7 +19,7 @@ import corpus  # noqa: E402
 import gguf  # noqa: E402
 import tasks  # noqa: E402
 import tokenizer as tok  # noqa: E402
-from data import DataConfig, Sampler  # noqa: E402
+from data import IGNORE, DataConfig, Sampler  # noqa: E402
 from train import TrainConfig, lr_at, load_stages  # noqa: E402
 from model import Llama, ModelConfig  # noqa: E402
 
@@ -79,6 +79,7 @@ def check_data(stream, sp, hay) -> None:
         for a, e, _ in spans:  # the copy, predicted from position a, repeats the run before it
             run = q.tokens[r, a + 1 - (e - a):a + 1]
             assert torch.equal(q.targets[r, a:e], run) and int(q.tokens[r, a - (e - a)]) == tok.BOS
+            assert bool((q.targets[r, a - (e - a):a] == IGNORE).all()), "the first run has no loss"
     print("data: induct rows repeat their run of random pieces")
 
 
