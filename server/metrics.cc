@@ -164,6 +164,26 @@ std::string Metrics::render(const EngineLoad& load) const {
   header(out, "strata:kv_pages_free", "gauge", "KV cache pages free.");
   sample(out, "strata:kv_pages_free", "",
          static_cast<double>(load.kv_pages_total - load.kv_pages_used));
+  header(out, "strata:kv_cache_bytes", "gauge",
+         "Bytes of the KV pages in use, by precision (tier).");
+  for (const auto& [precision, bytes] : load.kv_bytes_by_precision) {
+    sample(out, "strata:kv_cache_bytes", "precision=\"" + label_value(precision) + "\"",
+           static_cast<double>(bytes));
+  }
+  header(out, "strata:kv_cache_positions", "gauge", "Token positions held in the KV cache.");
+  sample(out, "strata:kv_cache_positions", "", static_cast<double>(load.kv_positions));
+  header(out, "strata:kv_cache_bytes_per_token", "gauge",
+         "KV bytes per held position (0 when empty).");
+  sample(out, "strata:kv_cache_bytes_per_token", "",
+         load.kv_positions ? static_cast<double>(load.kv_bytes_used) /
+                                 static_cast<double>(load.kv_positions)
+                           : 0.0);
+  header(out, "strata:kv_cache_compression_vs_f16", "gauge",
+         "What the held positions would take in f16, over what they take (1 when empty).");
+  sample(out, "strata:kv_cache_compression_vs_f16", "",
+         load.kv_bytes_used ? static_cast<double>(load.kv_f16_bytes) /
+                                  static_cast<double>(load.kv_bytes_used)
+                            : 1.0);
 
   const double now = now_seconds();
   const std::string window = "window=\"" + std::to_string(ttft_window_.window_seconds()) + "s\"";

@@ -174,8 +174,9 @@ struct EngineLoad {
   size_t kv_positions = 0;
   size_t kv_bytes_used = 0;
   size_t kv_f16_bytes = 0;
-  // Pages in use per precision, by name ("f16", "q8_0", ...).
+  // Pages in use and their bytes per precision, by name ("f16", "q8_0", ...).
   std::map<std::string, size_t> kv_pages_by_precision;
+  std::map<std::string, size_t> kv_bytes_by_precision;
   size_t page_size = 0;  // positions per page
   // Sequences preempted so far (their pages freed for others when the pool ran short; their
   // keys and values recomputed when they run again).

@@ -269,7 +269,9 @@ EngineLoad Engine::load() const {
   const kv::KvPool& kv_pool = cache.pool();
   for (kv::PageId id = 0; id < kv_pool.n_pages(); ++id) {
     if (kv_pool.page(id).ref_count > 0) {
-      ++load.kv_pages_by_precision[kv::precision_name(kv_pool.page(id).precision)];
+      const kv::KvPrecision p = kv_pool.page(id).precision;
+      ++load.kv_pages_by_precision[kv::precision_name(p)];
+      load.kv_bytes_by_precision[kv::precision_name(p)] += kv::page_bytes(cache.shape(), p);
     }
   }
   load.page_size = static_cast<size_t>(im.options.page_size);

@@ -209,6 +209,8 @@ TEST(ServerHttp, MetricsParseAsPrometheusText) {
   EXPECT_EQ(metric_value(text, "strata:e2e_request_latency_seconds_count"), 1);
   EXPECT_EQ(metric_value(text, "strata:request_queue_time_seconds_count"), 1);
   EXPECT_GT(metric_value(text, "strata:kv_pages_free"), 0);
+  // An f16 cache holds what f16 holds, whether or not the request's pages are freed yet.
+  EXPECT_EQ(metric_value(text, "strata:kv_cache_compression_vs_f16"), 1);
   EXPECT_GT(metric_value(text, "strata:time_to_first_token_window_seconds"), 0);
   // Requests are counted once their response is written, which may be just after the client
   // has read it, and the running gauge is sampled after each engine step, which may end just
