@@ -19,7 +19,8 @@ KvCache::KvCache(const KvShape& shape, std::span<const ArenaSpec> arenas) : pool
   const KvPrecision p = arenas.front().precision;
   reference_reads_ =
       arenas.size() == 1 && (p == KvPrecision::kF16 || p == KvPrecision::kF32) && !rotated_;
-  scratch_.resize(2 * shape.page_size * shape.head_dim);
+  // A decoded block (recode), or one position's rotated keys and values of every head (write).
+  scratch_.resize(std::max(shape.page_size, 2 * shape.n_kv_heads) * shape.head_dim);
 }
 
 void KvCache::set_tiers(const KvTiers& tiers) {
