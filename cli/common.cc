@@ -54,9 +54,9 @@ CLI::Option* add_named_option(CLI::App& sub, const std::string& name,
 
 const std::map<std::string, KvPrecision> kKvTypes = [] {
   std::map<std::string, KvPrecision> names;
-  for (KvPrecision p : {KvPrecision::kF16, KvPrecision::kF32, KvPrecision::kBF16,
-                        KvPrecision::kQ8_0, KvPrecision::kQ4_0, KvPrecision::kR4,
-                        KvPrecision::kR3}) {
+  for (KvPrecision p :
+       {KvPrecision::kF16, KvPrecision::kF32, KvPrecision::kBF16, KvPrecision::kQ8_0,
+        KvPrecision::kQ4_0, KvPrecision::kR4, KvPrecision::kR3}) {
     names[kv_precision_name(p)] = p;
   }
   return names;

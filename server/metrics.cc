@@ -175,15 +175,15 @@ std::string Metrics::render(const EngineLoad& load) const {
   header(out, "strata:kv_cache_bytes_per_token", "gauge",
          "KV bytes per held position (0 when empty).");
   sample(out, "strata:kv_cache_bytes_per_token", "",
-         load.kv_positions ? static_cast<double>(load.kv_bytes_used) /
-                                 static_cast<double>(load.kv_positions)
-                           : 0.0);
+         load.kv_positions
+             ? static_cast<double>(load.kv_bytes_used) / static_cast<double>(load.kv_positions)
+             : 0.0);
   header(out, "strata:kv_cache_compression_vs_f16", "gauge",
          "What the held positions would take in f16, over what they take (1 when empty).");
   sample(out, "strata:kv_cache_compression_vs_f16", "",
-         load.kv_bytes_used ? static_cast<double>(load.kv_f16_bytes) /
-                                  static_cast<double>(load.kv_bytes_used)
-                            : 1.0);
+         load.kv_bytes_used
+             ? static_cast<double>(load.kv_f16_bytes) / static_cast<double>(load.kv_bytes_used)
+             : 1.0);
 
   const double now = now_seconds();
   const std::string window = "window=\"" + std::to_string(ttft_window_.window_seconds()) + "s\"";

@@ -131,8 +131,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   // In double: a huge context times many sequences could overflow size_t.
   double kv_bytes = 0;
   for (const kv::ArenaSpec& a : kv_plan.arenas) {
-    kv_bytes += static_cast<double>(kv::page_bytes(kv_shape, a.precision)) *
-                static_cast<double>(a.n_pages);
+    kv_bytes +=
+        static_cast<double>(kv::page_bytes(kv_shape, a.precision)) * static_cast<double>(a.n_pages);
   }
   STRATA_RETURN_IF_ERROR(check_kv_fits(kv_bytes, impl->model->weights().bytes, context,
                                        static_cast<size_t>(options.max_sequences)));

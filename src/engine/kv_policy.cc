@@ -10,10 +10,9 @@
 namespace strata {
 namespace {
 
-constexpr KvPrecision kAllPrecisions[] = {KvPrecision::kF32,  KvPrecision::kF16,
-                                          KvPrecision::kBF16, KvPrecision::kQ8_0,
-                                          KvPrecision::kQ4_0, KvPrecision::kR4,
-                                          KvPrecision::kR3};
+constexpr KvPrecision kAllPrecisions[] = {
+    KvPrecision::kF32,  KvPrecision::kF16, KvPrecision::kBF16, KvPrecision::kQ8_0,
+    KvPrecision::kQ4_0, KvPrecision::kR4,  KvPrecision::kR3};
 
 Error tier_error(std::string_view spec, const std::string& why) {
   return make_error(ErrorCode::kInvalidArgument,
@@ -40,17 +39,14 @@ Result<KvPrecision> parse_tier_type(std::string_view spec, std::string_view name
 
 }  // namespace
 
-const char* kv_precision_name(KvPrecision p) {
-  return kernels::kv_format_name(engine::to_kv(p));
-}
+const char* kv_precision_name(KvPrecision p) { return kernels::kv_format_name(engine::to_kv(p)); }
 
 Result<KvPrecision> parse_kv_precision(std::string_view name) {
   for (KvPrecision p : kAllPrecisions) {
     if (name == kv_precision_name(p)) return p;
   }
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown KV cache type '" + std::string(name) +
-                        "': use f16, bf16, f32, q8_0, q4_0, r4 or r3");
+  return make_error(ErrorCode::kInvalidArgument, "unknown KV cache type '" + std::string(name) +
+                                                     "': use f16, bf16, f32, q8_0, q4_0, r4 or r3");
 }
 
 KvTierPolicy default_kv_tiers() {
@@ -75,7 +71,8 @@ Result<KvTierPolicy> parse_kv_tiers(std::string_view spec) {
     const std::string_view item = spec.substr(start, comma - start);
     start = comma + 1;
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) return tier_error(spec, "'" + std::string(item) + "' has no '='");
+    if (eq == std::string_view::npos)
+      return tier_error(spec, "'" + std::string(item) + "' has no '='");
     const std::string key(item.substr(0, eq));
     const std::string_view value = item.substr(eq + 1);
     if (seen.find("," + key + ",") != std::string::npos) {
@@ -183,8 +180,8 @@ Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
   }
   KvPlan plan;
   if (!tiers.enabled()) {
-    const size_t pages = policy.pages > 0 ? static_cast<size_t>(policy.pages)
-                                          : all_pages * in.sequences;
+    const size_t pages =
+        policy.pages > 0 ? static_cast<size_t>(policy.pages) : all_pages * in.sequences;
     plan.arenas.push_back({write, pages});
     return plan;
   }
@@ -203,14 +200,15 @@ Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
   // first allocation after it ages out, so the hot tier also holds one step's new pages and the
   // page being filled.
   const size_t in_flight = pages_for(in.batch_tokens, page) + 2;
-  const size_t hot = std::min(all_pages, pages_for(t.sink_tokens, page) +
-                                             pages_for(t.hot_tokens, page) + in_flight);
+  const size_t hot = std::min(
+      all_pages, pages_for(t.sink_tokens, page) + pages_for(t.hot_tokens, page) + in_flight);
   size_t warm = 0, cold = 0;
-  if (t.warm) warm = t.cold ? std::min(all_pages, pages_for(t.warm_tokens, page) + in_flight)
-                            : all_pages;
+  if (t.warm)
+    warm = t.cold ? std::min(all_pages, pages_for(t.warm_tokens, page) + in_flight) : all_pages;
   if (t.cold) {
     const size_t younger = t.hot_tokens + (t.warm ? t.warm_tokens : 0);
-    cold = in.context > younger ? std::min(all_pages, pages_for(in.context - younger, page) + 1) : 0;
+    cold =
+        in.context > younger ? std::min(all_pages, pages_for(in.context - younger, page) + 1) : 0;
   }
   add_arena(plan.arenas, write, hot * in.sequences);
   if (t.warm && warm > 0) add_arena(plan.arenas, *t.warm, warm * in.sequences);

@@ -30,11 +30,11 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 // The scratch layout: per-head scores (rows padded to 16 with -inf), the queries with a rotated
 // key block's steps folded in, and the value rows' scales.
 struct BlockScratch {
-  float* scores;  // [group][rows_padded]
-  float* qk;      // [group][head_dim]
+  float* scores;     // [group][rows_padded]
+  float* qk;         // [group][head_dim]
   float* row_scale;  // [rows_padded]
-  float* bias;    // [group]: a rotated key block's sum_c q_c m_c
-  float* alpha;   // [group]: the block's rescale of each head's accumulator
+  float* bias;       // [group]: a rotated key block's sum_c q_c m_c
+  float* alpha;      // [group]: the block's rescale of each head's accumulator
   size_t rows_padded;
 };
 
@@ -59,7 +59,6 @@ using VF = hn::Vec<DF>;
 using DC = hn::CappedTag<float, 8>;  // the decoders' lanes
 using VC = hn::Vec<DC>;
 
-
 HWY_INLINE hn::Vec<hn::Rebind<int32_t, DC>> Bytes(const uint8_t* p) {
   const hn::Rebind<uint8_t, DC> d8;
   const hn::Rebind<int32_t, DC> di;
@@ -77,19 +76,20 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, DC>> Codes(KvFormat f, const uint8_t* cod
     return i < half ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
   }
   const size_t quarter = n / 4;
-  const auto low = hn::And(
-      hn::ShiftRightSame(Bytes(codes + i % quarter), static_cast<int>(2 * (i / quarter))),
-      hn::Set(di, 3));
+  const auto low =
+      hn::And(hn::ShiftRightSame(Bytes(codes + i % quarter), static_cast<int>(2 * (i / quarter))),
+              hn::Set(di, 3));
   uint32_t word;  // the high bits of codes [i - i % 32, + 32)
   std::memcpy(&word, codes + quarter + i / 32 * 4, 4);
   const auto shift = hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(i % 32)));
   // The And keeps bit 0 of each lane's shift (arithmetic on int32 lanes, which changes no low bit).
-  const auto high = hn::And(hn::Shr(hn::Set(di, static_cast<int32_t>(word)), shift), hn::Set(di, 1));
+  const auto high =
+      hn::And(hn::Shr(hn::Set(di, static_cast<int32_t>(word)), shift), hn::Set(di, 1));
   return hn::Or(low, hn::ShiftLeft<2>(high));
 }
 
-// Elements [d, d + lanes) of a row of a row-writable format as f32 (d a multiple of the lanes). Rotated
-// values: code - center (the row's scale is applied by the caller).
+// Elements [d, d + lanes) of a row of a row-writable format as f32 (d a multiple of the lanes).
+// Rotated values: code - center (the row's scale is applied by the caller).
 HWY_INLINE VC RowChunk(KvFormat f, const uint8_t* row, size_t head_dim, size_t d, float center) {
   const DC dc;
   const hn::Rebind<int32_t, DC> di;
@@ -111,7 +111,8 @@ HWY_INLINE VC RowChunk(KvFormat f, const uint8_t* row, size_t head_dim, size_t d
       uint16_t dh;
       std::memcpy(&dh, block, 2);
       const hn::Rebind<int8_t, DC> d8;
-      const auto q = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block + 2 + d % 32)));
+      const auto q =
+          hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block + 2 + d % 32)));
       return hn::Mul(hn::ConvertTo(dc, q), hn::Set(dc, fp16_to_fp32(dh)));
     }
     case KvFormat::kQ4_0: {
@@ -285,8 +286,8 @@ size_t attend_block_scratch_floats(size_t group, size_t rows, size_t head_dim) {
 void attend_block(KvFormat format, const void* keys, const void* values, size_t n, size_t rows,
                   size_t head_dim, const float* q, size_t group, float scale, OnlineSoftmax* st,
                   float* acc, float* scratch) {
-  HWY_DYNAMIC_DISPATCH(AttendBlock)(format, keys, values, n, rows, head_dim, q, group, scale, st,
-                                    acc, scratch);
+  HWY_DYNAMIC_DISPATCH(AttendBlock)
+  (format, keys, values, n, rows, head_dim, q, group, scale, st, acc, scratch);
 }
 
 }  // namespace strata::kernels

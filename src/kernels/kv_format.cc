@@ -102,8 +102,8 @@ void encode_rotated_value(KvFormat f, const float* x, size_t head_dim, uint8_t* 
     if (scale == 0.0f) continue;
     float error = 0.0f;
     for (size_t i = 0; i < head_dim; ++i) {
-      const float c = std::clamp(std::nearbyint(x[i] / scale + center), 0.0f,
-                                 static_cast<float>(levels - 1));
+      const float c =
+          std::clamp(std::nearbyint(x[i] / scale + center), 0.0f, static_cast<float>(levels - 1));
       const float e = x[i] - scale * (c - center);
       error += e * e;
     }
@@ -161,8 +161,8 @@ void encode_rotated_keys(KvFormat f, const float* x, size_t n, size_t rows, size
   for (size_t c = 0; c < head_dim; ++c) {
     for (size_t t = 0; t < rows; ++t) {
       const float v = t < n && steps[c] > 0.0f ? (x[t * head_dim + c] - mins[c]) / steps[c] : 0.0f;
-      code[t] = static_cast<int>(std::clamp(std::nearbyint(v), 0.0f,
-                                            static_cast<float>(levels - 1)));
+      code[t] =
+          static_cast<int>(std::clamp(std::nearbyint(v), 0.0f, static_cast<float>(levels - 1)));
     }
     pack_codes(f, code.data(), rows, codes + c * channel_bytes);
   }

@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/kv_format.h"
-
 #include "kernels/attention_tile.h"
+#include "kernels/kv_format.h"
 #include "kv/paged_attention.h"
 
 namespace strata::kv {

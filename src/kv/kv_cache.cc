@@ -1,9 +1,9 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -162,8 +162,8 @@ void KvCache::write(SeqId seq, size_t pos, size_t layer, const float* k, const f
     KvHeadView view = pool_.head(id, layer, h);
     kernels::kv_encode_row(view.precision, kernels::KvRole::kKeys, k + h * s.head_dim, s.head_dim,
                            view.keys, slot);
-    kernels::kv_encode_row(view.precision, kernels::KvRole::kValues, v + h * s.head_dim,
-                           s.head_dim, view.values, slot);
+    kernels::kv_encode_row(view.precision, kernels::KvRole::kValues, v + h * s.head_dim, s.head_dim,
+                           view.values, slot);
   }
   KvPage& page = pool_.page(id);
   page.n_filled = std::max<uint32_t>(page.n_filled, static_cast<uint32_t>(slot + 1));

@@ -14,7 +14,8 @@ bool KvManager::fits_alone(size_t n_positions) const {
   const size_t page_size = cache_.shape().page_size;
   const KvPool& pool = cache_.pool();
   // With tiers, a sequence's pages spread over every arena as they age.
-  const size_t pages = cache_.tiers().enabled() ? pool.n_pages() : pool.n_pages(pool.default_precision());
+  const size_t pages =
+      cache_.tiers().enabled() ? pool.n_pages() : pool.n_pages(pool.default_precision());
   return (n_positions + page_size - 1) / page_size <= pages;
 }
 

@@ -42,8 +42,8 @@ struct KvShape {
     return kernels::kv_block_bytes(p, role, page_size, head_dim);
   }
   size_t layer_bytes(KvPrecision p) const {
-    return n_kv_heads * (block_bytes(p, kernels::KvRole::kKeys) +
-                         block_bytes(p, kernels::KvRole::kValues));
+    return n_kv_heads *
+           (block_bytes(p, kernels::KvRole::kKeys) + block_bytes(p, kernels::KvRole::kValues));
   }
 };
 

@@ -19,7 +19,7 @@ struct KvTiers {
   size_t sink_tokens = 0;  // the first positions, kept as written
   size_t hot_tokens = 0;   // the last positions, kept as written
   std::optional<KvPrecision> warm;
-  size_t warm_tokens = 0;  // positions before the hot window in `warm` (with a cold tier)
+  size_t warm_tokens = 0;           // positions before the hot window in `warm` (with a cold tier)
   std::optional<KvPrecision> cold;  // everything older
 
   bool enabled() const { return warm.has_value() || cold.has_value(); }

@@ -47,7 +47,8 @@ TEST(KvPolicyTest, PlansAnArenaPerTierSizedForTheContext) {
   Result<KvPlan> plan = plan_kv_cache(input(p, 64));
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->arenas.size(), 3u);
-  // Per sequence: hot 1 sink + 8 window + 4 + 2 in flight; warm 32 + 6; cold (8192 - 1280) / 32 + 1.
+  // Per sequence: hot 1 sink + 8 window + 4 + 2 in flight; warm 32 + 6; cold (8192 - 1280) / 32
+  // + 1.
   EXPECT_EQ(plan->arenas[0].precision, kv::KvPrecision::kF16);
   EXPECT_EQ(plan->arenas[0].n_pages, 2u * 15);
   EXPECT_EQ(plan->arenas[1].precision, kv::KvPrecision::kQ8_0);

@@ -48,7 +48,7 @@ TEST(KvFormatTest, Q8_0IsGgmlBlockQ8_0) {
   EXPECT_EQ(d, fp32_to_fp16(16.0f / 127.0f));  // d = amax / 127, then qs[32]
   EXPECT_EQ(static_cast<int8_t>(block[2 + 0]), -127);
   EXPECT_EQ(static_cast<int8_t>(block[2 + 16]), 0);
-  EXPECT_EQ(static_cast<int8_t>(block[2 + 17]), 8);  // round(1 * 127 / 16) = round(7.94)
+  EXPECT_EQ(static_cast<int8_t>(block[2 + 17]), 8);    // round(1 * 127 / 16) = round(7.94)
   EXPECT_EQ(static_cast<int8_t>(block[2 + 31]), 119);  // round(15 * 7.9375) = round(119.06)
 }
 
@@ -61,9 +61,9 @@ TEST(KvFormatTest, Q4_0IsGgmlBlockQ4_0) {
   std::memcpy(&d, block, 2);
   EXPECT_EQ(fp16_to_fp32(d), 2.0f);  // max = -16 (the largest magnitude, signed) / -8
   // q = min(15, (int)(x / d + 8.5)): element j in the low nibble of byte j, j + 16 in the high.
-  EXPECT_EQ(block[2 + 0] & 15, 0);   // x = -16: -8 + 8.5 -> 0
-  EXPECT_EQ(block[2 + 0] >> 4, 8);   // x = 0: 8.5 -> 8
-  EXPECT_EQ(block[2 + 5] & 15, 3);   // x = -11: -5.5 + 8.5 = 3
+  EXPECT_EQ(block[2 + 0] & 15, 0);    // x = -16: -8 + 8.5 -> 0
+  EXPECT_EQ(block[2 + 0] >> 4, 8);    // x = 0: 8.5 -> 8
+  EXPECT_EQ(block[2 + 5] & 15, 3);    // x = -11: -5.5 + 8.5 = 3
   EXPECT_EQ(block[2 + 15] >> 4, 15);  // x = 15: 7.5 + 8.5 = 16 -> 15
 }
 
@@ -79,8 +79,9 @@ TEST(KvFormatTest, EveryFormatRoundTripsWithinItsStep) {
         for (size_t t = 0; t < rows && kv_format_rotated(f); ++t) {
           rotate_kv_head(&x[t * head_dim], head_dim);
         }
-        SCOPED_TRACE(std::string(kv_format_name(f)) + (role == KvRole::kKeys ? " keys" : " values") +
-                     " head_dim " + std::to_string(head_dim));
+        SCOPED_TRACE(std::string(kv_format_name(f)) +
+                     (role == KvRole::kKeys ? " keys" : " values") + " head_dim " +
+                     std::to_string(head_dim));
         ASSERT_TRUE(kv_format_supports(f, head_dim, rows));
         std::vector<uint8_t> block(kv_block_bytes(f, role, rows, head_dim));
         kv_encode_block(f, role, x.data(), rows - 3, rows, head_dim, block.data());
@@ -232,8 +233,8 @@ TEST(AttendBlockTest, EveryFormatOnEveryTargetMatchesTheScalarTwinAndDoubleSoftm
               reference::attend_block_ref(f, kb[p].data(), vb[p].data(), n, rows, head_dim,
                                           q.data(), group, scale, st.data(), acc.data());
             } else {
-              attend_block(f, kb[p].data(), vb[p].data(), n, rows, head_dim, q.data(), group,
-                           scale, st.data(), acc.data(), scratch.data());
+              attend_block(f, kb[p].data(), vb[p].data(), n, rows, head_dim, q.data(), group, scale,
+                           st.data(), acc.data(), scratch.data());
             }
           }
           for (size_t g = 0; g < group; ++g) {

@@ -30,10 +30,10 @@ KvTiers three_tiers() {
 
 TEST(KvTiersTest, TargetFollowsAge) {
   const KvTiers t = three_tiers();
-  const size_t length = 10 * kPage;  // pages 0..9, all full
-  EXPECT_EQ(t.target(0, kPage, length), std::nullopt);  // holds the sinks
-  EXPECT_EQ(t.target(9 * kPage, kPage, length), std::nullopt);  // age 0: hot
-  EXPECT_EQ(t.target(8 * kPage, kPage, length), std::nullopt);  // age 32 < 64: hot
+  const size_t length = 10 * kPage;                                   // pages 0..9, all full
+  EXPECT_EQ(t.target(0, kPage, length), std::nullopt);                // holds the sinks
+  EXPECT_EQ(t.target(9 * kPage, kPage, length), std::nullopt);        // age 0: hot
+  EXPECT_EQ(t.target(8 * kPage, kPage, length), std::nullopt);        // age 32 < 64: hot
   EXPECT_EQ(t.target(7 * kPage, kPage, length), KvPrecision::kQ8_0);  // age 64: warm
   EXPECT_EQ(t.target(6 * kPage, kPage, length), KvPrecision::kQ8_0);  // age 96 < 128
   EXPECT_EQ(t.target(5 * kPage, kPage, length), KvPrecision::kR3);    // age 128: cold
@@ -80,10 +80,10 @@ TEST(KvTiersTest, PagesMoveDownAsTheSequenceGrowsAndEveryHolderFollows) {
   }
   // Length 320: page 0 sinks, 1-5 cold, 6-7 warm, 8-9 hot.
   EXPECT_EQ(cache.age(1), 7u);
-  const std::vector<KvPrecision> want = {
-      KvPrecision::kF16, KvPrecision::kR3,   KvPrecision::kR3,   KvPrecision::kR3,
-      KvPrecision::kR3,  KvPrecision::kR3,   KvPrecision::kQ8_0, KvPrecision::kQ8_0,
-      KvPrecision::kF16, KvPrecision::kF16};
+  const std::vector<KvPrecision> want = {KvPrecision::kF16,  KvPrecision::kR3,   KvPrecision::kR3,
+                                         KvPrecision::kR3,   KvPrecision::kR3,   KvPrecision::kR3,
+                                         KvPrecision::kQ8_0, KvPrecision::kQ8_0, KvPrecision::kF16,
+                                         KvPrecision::kF16};
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(cache.pool().page(cache.page_table(1)[i]).precision, want[i]) << "page " << i;
   }

@@ -9,8 +9,8 @@
 
 namespace strata::kernels::reference {
 
-void attend_block_ref(KvFormat format, const void* keys, const void* values, size_t n,
-                      size_t rows, size_t head_dim, const float* q, size_t group, float scale,
-                      OnlineSoftmax* st, float* acc);
+void attend_block_ref(KvFormat format, const void* keys, const void* values, size_t n, size_t rows,
+                      size_t head_dim, const float* q, size_t group, float scale, OnlineSoftmax* st,
+                      float* acc);
 
 }  // namespace strata::kernels::reference
