@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "base/fp16.h"
-#include "kernels/reference/attention_block_ref.h"
+#include "kernels/attention_block_scalar.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention_block.cc"
@@ -190,7 +190,7 @@ void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n
                  float* acc, float* scratch) {
   if (n == 0) return;
   if (head_dim % hn::Lanes(DC()) != 0) {  // e.g. the tiny heads of tests and toy models
-    reference::attend_block_ref(format, keys, values, n, rows, head_dim, q, group, scale, st, acc);
+    attend_block_scalar(format, keys, values, n, rows, head_dim, q, group, scale, st, acc);
     return;
   }
   const BlockScratch s = carve(scratch, group, rows, head_dim);
