@@ -6,9 +6,9 @@
 
 namespace strata::kernels {
 
-void attend_block_scalar(KvFormat format, const void* keys, const void* values, size_t n, size_t rows,
-                      size_t head_dim, const float* q, size_t group, float scale, OnlineSoftmax* st,
-                      float* acc) {
+void attend_block_scalar(KvFormat format, const void* keys, const void* values, size_t n,
+                         size_t rows, size_t head_dim, const float* q, size_t group, float scale,
+                         OnlineSoftmax* st, float* acc) {
   if (n == 0) return;
   std::vector<float> k(n * head_dim), v(n * head_dim), s(n);
   kv_decode_block(format, KvRole::kKeys, keys, n, rows, head_dim, k.data());
