@@ -263,16 +263,15 @@ EngineLoad Engine::load() const {
   load.kv_pages_used = im.kv->used_pages();
   const kv::KvCache& cache = im.kv->cache();
   load.kv_positions = cache.stored_positions();
-  load.kv_bytes_used = cache.stored_bytes();
   load.kv_f16_bytes = load.kv_positions * kv::page_bytes(cache.shape(), kv::KvPrecision::kF16) /
                       cache.shape().page_size;
-  const kv::KvPool& kv_pool = cache.pool();
-  for (kv::PageId id = 0; id < kv_pool.n_pages(); ++id) {
-    if (kv_pool.page(id).ref_count > 0) {
-      const kv::KvPrecision p = kv_pool.page(id).precision;
-      ++load.kv_pages_by_precision[kv::precision_name(p)];
-      load.kv_bytes_by_precision[kv::precision_name(p)] += kv::page_bytes(cache.shape(), p);
-    }
+  for (kv::KvPrecision p : cache.pool().precisions()) {
+    const size_t pages = cache.pool().used_pages(p);
+    if (pages == 0) continue;
+    const size_t bytes = pages * kv::page_bytes(cache.shape(), p);
+    load.kv_pages_by_precision[kv::precision_name(p)] = pages;
+    load.kv_bytes_by_precision[kv::precision_name(p)] = bytes;
+    load.kv_bytes_used += bytes;
   }
   load.page_size = static_cast<size_t>(im.options.page_size);
   load.preemptions = im.scheduler->n_preemptions();

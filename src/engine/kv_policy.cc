@@ -166,6 +166,12 @@ Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
   const size_t page = in.shape.page_size;
   const size_t all_pages = pages_for(in.context, page);
   KvTierPolicy tiers = policy.tiers;
+  if (tiers.enabled() && in.shape.head_dim % kernels::kBlockDimMultiple != 0) {
+    log_warn("KV tiers need heads of a multiple of " + std::to_string(kernels::kBlockDimMultiple) +
+             " elements, this model's have " + std::to_string(in.shape.head_dim) +
+             ": every page stays in --kv-type");
+    tiers = KvTierPolicy{};
+  }
   kv::KvPrecision write = usable(policy.hot, in.shape);
   if (!kernels::kv_format_row_writable(write, kernels::KvRole::kKeys)) {
     if (tiers.enabled()) {

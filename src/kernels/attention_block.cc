@@ -5,12 +5,12 @@
 #include "kernels/attention_block.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "base/fp16.h"
-#include "kernels/attention_block_scalar.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention_block.cc"
@@ -189,10 +189,7 @@ void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n
                  size_t head_dim, const float* q, size_t group, float scale, OnlineSoftmax* st,
                  float* acc, float* scratch) {
   if (n == 0) return;
-  if (head_dim % hn::Lanes(DC()) != 0) {  // e.g. the tiny heads of tests and toy models
-    attend_block_scalar(format, keys, values, n, rows, head_dim, q, group, scale, st, acc);
-    return;
-  }
+  assert(head_dim % kBlockDimMultiple == 0);
   const BlockScratch s = carve(scratch, group, rows, head_dim);
   const auto* kb = static_cast<const uint8_t*>(keys);
   const auto* vb = static_cast<const uint8_t*>(values);

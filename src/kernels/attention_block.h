@@ -27,6 +27,7 @@ size_t attend_block_scratch_floats(size_t group, size_t rows, size_t head_dim);
 
 // Folds positions [0, n) of a block pair (keys and values of `rows` positions in `format`) into
 // st[g] and acc[g] ([group][head_dim]) for the group of queries q ([group][head_dim]).
+// head_dim is a multiple of kBlockDimMultiple (kernels/kv_format.h).
 void attend_block(KvFormat format, const void* keys, const void* values, size_t n, size_t rows,
                   size_t head_dim, const float* q, size_t group, float scale, OnlineSoftmax* st,
                   float* acc, float* scratch);

@@ -265,6 +265,8 @@ bool kv_format_supports(KvFormat f, size_t head_dim, size_t rows) {
     case KvFormat::kR4:
     case KvFormat::kR3:
       return head_dim >= 32 && std::has_single_bit(head_dim) && rows % 32 == 0;
+    case KvFormat::kBF16:  // read by block only (kernels/attention_block.h)
+      return head_dim % kBlockDimMultiple == 0;
     default:
       return head_dim > 0;
   }

@@ -35,6 +35,11 @@ enum class KvFormat : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kR4, kR3 };
 
 enum class KvRole : uint8_t { kKeys, kValues };
 
+// Block reads (kernels/attention_block.h) take rows in vectors of up to this many elements, so
+// every format but f16 and f32 needs heads of a multiple of it; the KV policy keeps other head
+// sizes on the reference-rounding f16/f32 path.
+inline constexpr size_t kBlockDimMultiple = 8;
+
 // The command-line name ("f16", "q8_0", "r4", ...) and back; nullptr / false for none.
 const char* kv_format_name(KvFormat f);
 bool kv_format_from_name(const char* name, KvFormat* f);
@@ -43,7 +48,7 @@ bool kv_format_from_name(const char* name, KvFormat* f);
 constexpr bool kv_format_rotated(KvFormat f) { return f == KvFormat::kR4 || f == KvFormat::kR3; }
 // Whether a format can hold heads of head_dim in blocks of `rows` positions: q8_0 and q4_0 need
 // whole blocks of 32, the rotated formats a power of two of at least 32 (the Hadamard transform)
-// and rows a multiple of 32 (the code runs).
+// and rows a multiple of 32 (the code runs), bf16 a multiple of 8 (block reads).
 bool kv_format_supports(KvFormat f, size_t head_dim, size_t rows);
 // Whether positions can be written one at a time (every format but the rotated formats' keys,
 // whose per-channel scales depend on every position of the block).

@@ -230,12 +230,4 @@ size_t KvCache::stored_positions() const {
   return n;
 }
 
-size_t KvCache::stored_bytes() const {
-  size_t n = 0;
-  for (PageId id = 0; id < pool_.n_pages(); ++id) {
-    if (pool_.page(id).ref_count > 0) n += page_bytes(shape(), pool_.page(id).precision);
-  }
-  return n;
-}
-
 }  // namespace strata::kv

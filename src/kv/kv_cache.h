@@ -78,10 +78,9 @@ class KvCache {
   // Re-encodes seq's full pages whose tier has changed since they were written (a page with no
   // room in its target arena waits for the next call); returns the pages re-encoded.
   size_t age(SeqId seq);
-  // Positions stored over all sequences (shared pages counted once), and the bytes of the pages
-  // holding them, for the figures of bytes per token and compression against f16.
+  // Positions stored over all sequences (shared pages counted once), for the figures of bytes
+  // per token and compression against f16 (the pool gives the pages' bytes).
   size_t stored_positions() const;
-  size_t stored_bytes() const;
 
  private:
   struct SeqPages {

@@ -52,9 +52,14 @@ size_t KvPool::free_pages(KvPrecision precision) const {
 }
 
 size_t KvPool::n_pages(KvPrecision precision) const {
-  size_t n = 0;
-  for (const KvPage& p : pages_) n += p.precision == precision ? 1 : 0;
-  return n;
+  const Arena* a = find(precision);
+  return a ? a->data.size() / a->page_bytes : 0;
+}
+
+std::vector<KvPrecision> KvPool::precisions() const {
+  std::vector<KvPrecision> out;
+  for (const Arena& a : arenas_) out.push_back(a.precision);
+  return out;
 }
 
 size_t KvPool::bytes() const {

@@ -32,6 +32,11 @@ class KvPool {
   size_t free_pages() const;
   size_t free_pages(KvPrecision precision) const;
   size_t n_pages(KvPrecision precision) const;
+  size_t used_pages(KvPrecision precision) const {
+    return n_pages(precision) - free_pages(precision);
+  }
+  // The arenas' precisions, the default first.
+  std::vector<KvPrecision> precisions() const;
   size_t used_pages() const { return n_pages() - free_pages(); }
   size_t bytes() const;
   // The precision new pages get unless asked otherwise: the first arena's.

@@ -37,20 +37,17 @@ void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, s
   std::fill_n(out, group * head_dim, 0.0f);
   // A GQA group has a handful of heads (Llama 3: 4; at most n_heads).
   std::vector<kernels::OnlineSoftmax> states(group);
-  if (!reference_reads) {
-    for (size_t start = 0, p = 0; start < n_ctx; start += page_size, ++p) {
-      const KvHeadView view = pool.head(pages[p], layer, kv_head);
-      kernels::attend_block(view.precision, view.keys, view.values,
-                            std::min(page_size, n_ctx - start), page_size, head_dim, q, group,
-                            scale, states.data(), out, scratch);
-    }
-  }
   float* q16 = scratch;
-  for (size_t i = 0; i < group * head_dim && reference_reads; ++i) q16[i] = round_to_f16(q[i]);
-  for (size_t start = 0, p = 0; start < n_ctx && reference_reads; start += page_size, ++p) {
+  if (reference_reads) {
+    for (size_t i = 0; i < group * head_dim; ++i) q16[i] = round_to_f16(q[i]);
+  }
+  for (size_t start = 0, p = 0; start < n_ctx; start += page_size, ++p) {
     const KvHeadView view = pool.head(pages[p], layer, kv_head);
     const size_t n = std::min(page_size, n_ctx - start);
-    if (view.precision == KvPrecision::kF16) {
+    if (!reference_reads) {
+      kernels::attend_block(view.precision, view.keys, view.values, n, page_size, head_dim, q,
+                            group, scale, states.data(), out, scratch);
+    } else if (view.precision == KvPrecision::kF16) {
       kernels::attend_rows_f16(static_cast<const uint16_t*>(view.keys),
                                static_cast<const uint16_t*>(view.values), n, head_dim, q16, group,
                                scale, states.data(), out);

@@ -78,6 +78,16 @@ TEST(KvPolicyTest, AHeadSizeAFormatCannotHoldFallsBackToF16) {
   EXPECT_EQ(plan->tiers.cold, kv::KvPrecision::kF16);
 }
 
+TEST(KvPolicyTest, HeadsBlockReadsCannotTakeKeepOnePrecision) {
+  KvCachePolicy p;
+  p.tiers = default_kv_tiers();
+  Result<KvPlan> plan = plan_kv_cache(input(p, 4));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->tiers.enabled());
+  ASSERT_EQ(plan->arenas.size(), 1u);
+  EXPECT_EQ(plan->arenas[0].precision, kv::KvPrecision::kF16);
+}
+
 TEST(KvPolicyTest, RefusesCombinationsThatCannotWork) {
   KvCachePolicy rotated_hot;
   rotated_hot.hot = KvPrecision::kR3;
