@@ -63,6 +63,7 @@ const std::map<std::string, KvPrecision> kKvTypes = [] {
 }();
 const std::map<std::string, AttentionMode> kAttentionModes = {{"exact", AttentionMode::kExact},
                                                               {"fast", AttentionMode::kFast}};
+const std::map<std::string, bool> kSparseModes = {{"dense", false}, {"sparse", true}};
 
 }  // namespace
 
@@ -88,6 +89,28 @@ CLI::Option* add_kv_tiers_option(CLI::App& sub, KvTierPolicy& tiers) {
       "hot positions stay in --kv-type, the warm positions before them and all older ones are "
       "re-encoded as they age. 'default' is " +
           kv_tiers_string(default_kv_tiers()));
+}
+
+void add_sparse_attention_flags(CLI::App& sub, SparseAttentionPolicy& sparse) {
+  add_named_option<bool>(
+      sub, "--attn", kSparseModes, [&sparse](bool on) { sparse.enabled = on; },
+      "which KV pages a decode step reads: dense (default: all) or sparse (the sinks, the "
+      "recent window and the pages whose keys can score highest for the query, up to "
+      "--attn-budget positions)");
+  sub.add_option("--attn-budget", sparse.budget,
+                 "sparse attention: positions one query reads, sinks and window included")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--attn-window", sparse.window, "sparse attention: recent positions always read")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--attn-sinks", sparse.sinks, "sparse attention: first positions always read")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub.add_option("--attn-dense-layers", sparse.dense_layers,
+                 "sparse attention: the first layers read every page")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 void add_model_flags(CLI::App& sub, EngineOptions& options) {
@@ -117,6 +140,7 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
       sub, "--attention", [&options](AttentionMode m) { options.kv.attention = m; },
       "attention: exact (default; rounds as the reference engine does) or fast (tiles of "
       "prompt tokens in f32, FlashAttention-2 style; faster over long prompts)");
+  add_sparse_attention_flags(sub, options.kv.sparse);
   sub.add_option("--kv-pages", options.kv.pages,
                  "KV cache pages (0: the context for every parallel sequence); fewer let more "
                  "sequences run while they are short: one short of pages waits, or the most "

@@ -27,6 +27,9 @@ CLI::Option* add_kv_type_option(CLI::App& sub, const std::string& name,
 CLI::Option* add_attention_option(CLI::App& sub, const std::string& name,
                                   std::function<void(AttentionMode)> set, const std::string& help);
 
+// --attn dense|sparse, --attn-budget, --attn-window, --attn-sinks, --attn-dense-layers.
+void add_sparse_attention_flags(CLI::App& sub, SparseAttentionPolicy& sparse);
+
 // -m, -t, -c, --mmap on a subcommand, filling `options`.
 void add_model_flags(CLI::App& sub, EngineOptions& options);
 

@@ -58,6 +58,23 @@ std::string kv_tiers_string(const KvTierPolicy& tiers);
 // exact path's own f16 rounding). A decode step (one query of its sequence) reads as kExact.
 enum class AttentionMode { kExact, kFast };
 
+// Query-aware sparse attention (Quest): a decode step reads, per layer and KV head, the first
+// `sinks` positions, the last `window`, and the older pages whose keys can score highest for
+// its query (an upper bound on q·k from each page's per-channel key minima and maxima), up to
+// `budget` positions in all; softmax is exact over what it reads. Positions are rounded to whole
+// KV pages. A context within the budget reads densely, as do prompt chunks unless `prefill`.
+struct SparseAttentionPolicy {
+  bool enabled = false;  // --attn sparse (dense: every page)
+  int budget = 512;      // --attn-budget: positions read per query, sinks and window included
+  int window = 128;      // --attn-window: the recent positions, always read (at least 1)
+  int sinks = 32;        // --attn-sinks: the first positions, always read
+  int dense_layers = 2;  // --attn-dense-layers: the first layers read every page
+  // Prompt chunks select too, each query its own pages: what a teacher-forced evaluation needs so
+  // that every scored position reads as a decode step would (strata eval sets it).
+  bool prefill = false;
+};
+Status check_sparse_attention(const SparseAttentionPolicy& policy);
+
 // How the KV cache stores keys and values. Every page has its own precision: pages are written
 // in `hot` and, with tiers, re-encoded to the warm and cold precisions as they age.
 struct KvCachePolicy {
@@ -77,6 +94,7 @@ struct KvCachePolicy {
   // it is a choice of the cache's numerics (kExact is what makes f16 pages match the reference
   // engine), and it travels with the cache to kv::attend, the one place that reads pages.
   AttentionMode attention = AttentionMode::kExact;
+  SparseAttentionPolicy sparse;
 };
 
 struct EngineOptions {

@@ -9,6 +9,7 @@
 #include "engine/engine_impl.h"
 #include "engine/kv_policy.h"
 #include "gguf/gguf.h"
+#include "kernels/kv_format.h"
 #include "platform/cpu_features.h"
 
 namespace strata {
@@ -75,7 +76,44 @@ kv::AttentionMode kv_attention_mode(AttentionMode mode) {
   return mode == AttentionMode::kFast ? kv::AttentionMode::kFast : kv::AttentionMode::kExact;
 }
 
+// Key bounds read head rows 8 channels at a time (kernels/key_bounds.h); only toy models have
+// other head sizes, and they read densely.
+kv::SparsePolicy kv_sparse_policy(const SparseAttentionPolicy& p, const kv::KvShape& shape) {
+  kv::SparsePolicy out;
+  out.enabled = p.enabled;
+  if (p.enabled && shape.head_dim % kernels::kBlockDimMultiple != 0) {
+    std::fprintf(stderr,
+                 "warning: sparse attention needs a head size that is a multiple of %zu (this "
+                 "model's is %zu); attention stays dense\n",
+                 kernels::kBlockDimMultiple, shape.head_dim);
+    out.enabled = false;
+  }
+  out.budget = static_cast<size_t>(p.budget);
+  out.window = static_cast<size_t>(p.window);
+  out.sinks = static_cast<size_t>(p.sinks);
+  out.dense_layers = static_cast<size_t>(p.dense_layers);
+  out.prefill = p.prefill;
+  return out;
+}
+
 }  // namespace
+
+Status check_sparse_attention(const SparseAttentionPolicy& p) {
+  if (p.budget <= 0 || p.window <= 0 || p.sinks < 0 || p.dense_layers < 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "sparse attention needs a positive budget (--attn-budget) and window "
+                      "(--attn-window, which holds the position being decoded), and sinks and "
+                      "dense layers of 0 or more");
+  }
+  if (p.sinks + p.window > p.budget) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the sparse attention budget (" + std::to_string(p.budget) +
+                          " positions) must hold the sinks and the window (" +
+                          std::to_string(p.sinks) + " + " + std::to_string(p.window) +
+                          "): raise --attn-budget or lower --attn-sinks / --attn-window");
+  }
+  return ok_status();
+}
 
 Status check_thread_count(int threads) {
   if (threads >= 0 && threads <= kMaxThreads) return ok_status();
@@ -98,6 +136,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                       "context, max_sequences, batch_tokens and page_size must be positive, and "
                       "the KV pages not negative");
   }
+  if (options.kv.sparse.enabled) STRATA_RETURN_IF_ERROR(check_sparse_attention(options.kv.sparse));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->pool = std::make_unique<ThreadPool>(static_cast<size_t>(options.threads));
@@ -139,6 +178,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   impl->kv = std::make_unique<kv::KvManager>(kv_shape, kv_plan.arenas);
   impl->kv->cache().set_tiers(kv_plan.tiers);
   impl->kv->cache().set_attention_mode(kv_attention_mode(options.kv.attention));
+  impl->kv->cache().set_sparse(kv_sparse_policy(options.kv.sparse, kv_shape));
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
       std::make_unique<engine::Scheduler>(*impl->kv, static_cast<size_t>(options.max_sequences),

@@ -1,6 +1,7 @@
 #include "kv/attend.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <vector>
 
 #include "kernels/attention_tile.h"
@@ -16,6 +17,34 @@ constexpr size_t kMinParallelAttentionWork = size_t{1} << 15;
 // to this many positions; 16 queries with their group of heads keep a tile's queries and
 // accumulators (2 * 16 * group * head_dim floats) in L1.
 constexpr size_t kTileQueries = 16;
+
+// Which queries of a batch choose their pages (kv/page_selection.h): in a layer that selects,
+// decode steps (a sequence's only query in the batch) and, with SparsePolicy::prefill, every
+// query.
+std::vector<uint8_t> selecting_queries(const KvCache& cache, size_t layer,
+                                       std::span<const QueryPos> queries) {
+  std::vector<uint8_t> selects(queries.size(), 0);
+  const SparsePolicy& sparse = cache.sparse();
+  if (!sparse.sparse_layer(layer)) return selects;
+  std::unordered_map<SeqId, size_t> per_seq;
+  for (const QueryPos& e : queries) ++per_seq[e.seq];
+  for (size_t t = 0; t < queries.size(); ++t) {
+    selects[t] = sparse.prefill || per_seq[queries[t].seq] == 1;
+  }
+  return selects;
+}
+
+// The pages one query reads with its KV head's group of heads q: every page (an empty span), or
+// the selection when the budget does not cover them all.
+std::span<const uint32_t> pages_to_read(const KvCache& cache, size_t layer, const QueryPos& e,
+                                        size_t kv_head, const float* q_group, size_t group,
+                                        SelectionScratch& scratch) {
+  const PageRegions regions = page_regions(cache.sparse(), cache.shape().page_size, e.pos + 1);
+  if (regions.dense()) return {};
+  select_pages(cache.pool(), cache.page_table(e.seq), layer, kv_head, q_group, group, regions,
+               scratch);
+  return scratch.chosen;
+}
 
 // Handing work to other threads costs microseconds (more when cores are shared), so a small
 // attention (short contexts, small heads) runs on the calling thread.
@@ -43,13 +72,23 @@ void attend_exact(KvCache& cache, size_t layer, std::span<const QueryPos> querie
   const size_t tasks_per_entry = n_heads / heads;
   const size_t floats = attend_kv_head_scratch_floats(cache.shape(), heads);
   std::vector<float> scratch(pool.num_threads() * floats);
+  const std::vector<uint8_t> selects = selecting_queries(cache, layer, queries);
+  std::vector<SelectionScratch> selection(pool.num_threads());
   auto attend_task = [&](size_t task, size_t thread) {
     const size_t t = task / tasks_per_entry, h = task % tasks_per_entry * heads;
     const QueryPos& e = queries[t];
-    attend_kv_head(cache.pool(), cache.page_table(e.seq), layer, h / group, e.pos + 1,
+    const size_t kv_head = h / group;
+    // The whole group chooses, whichever of its heads this task runs: the same pages for any
+    // split of the heads over threads.
+    const std::span<const uint32_t> read =
+        selects[t] ? pages_to_read(cache, layer, e, kv_head,
+                                   q + (t * n_heads + kv_head * group) * head_dim, group,
+                                   selection[thread])
+                   : std::span<const uint32_t>{};
+    attend_kv_head(cache.pool(), cache.page_table(e.seq), layer, kv_head, e.pos + 1,
                    q + (t * n_heads + h) * head_dim, heads, scale,
                    out + (t * n_heads + h) * head_dim, scratch.data() + thread * floats,
-                   cache.reference_reads());
+                   cache.reference_reads(), read);
   };
   run_tasks(queries, n_heads, head_dim, queries.size() * tasks_per_entry, pool, attend_task);
 }
@@ -72,7 +111,9 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
     if (!extends) tile_begin.push_back(t);
   }
   const size_t n_tiles = tile_begin.size();
-  if (n_tiles == queries.size()) {  // decode only: the exact path, with its split of the heads
+  // Decode only: the exact path, with its split of the heads; and so are prompt chunks that
+  // select pages per query, which tiles cannot.
+  if (n_tiles == queries.size() || (cache.sparse().prefill && cache.sparse().sparse_layer(layer))) {
     attend_exact(cache, layer, queries, n_heads, scale, q, out, pool);
     return;
   }
@@ -83,15 +124,21 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
       std::max(attend_kv_head_tile_scratch_floats(cache.shape(), kTileQueries * group),
                attend_kv_head_scratch_floats(cache.shape(), group));
   std::vector<float> scratch(pool.num_threads() * floats);
+  const std::vector<uint8_t> selects = selecting_queries(cache, layer, queries);
+  std::vector<SelectionScratch> selection(pool.num_threads());
   auto tile_task = [&](size_t task, size_t thread) {
     const size_t i = task / n_kv_heads, kv_head = task % n_kv_heads;
     const size_t first = tile_begin[i], count = tile_begin[i + 1] - first;
     const size_t at = first * stride + kv_head * group * head_dim;
     float* work = scratch.data() + thread * floats;
     if (count == 1) {  // decode: the exact path's dot products beat a tile of padded rows
+      const std::span<const uint32_t> read =
+          selects[first] ? pages_to_read(cache, layer, queries[first], kv_head, q + at, group,
+                                         selection[thread])
+                         : std::span<const uint32_t>{};
       attend_kv_head(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head,
                      last[first] + size_t{1}, q + at, group, scale, out + at, work,
-                     cache.reference_reads());
+                     cache.reference_reads(), read);
       return;
     }
     attend_kv_head_tile(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head, q + at,

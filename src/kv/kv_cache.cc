@@ -28,6 +28,11 @@ void KvCache::set_tiers(const KvTiers& tiers) {
   if (tiers_.enabled()) reference_reads_ = false;
 }
 
+void KvCache::set_sparse(const SparsePolicy& policy) {
+  sparse_ = policy;
+  if (sparse_.enabled) pool_.enable_key_summaries();
+}
+
 size_t KvCache::shared_pages_in(const SeqPages& s, size_t from, size_t to) const {
   const size_t page_size = shape().page_size;
   size_t n = 0;
@@ -164,6 +169,9 @@ void KvCache::write(SeqId seq, size_t pos, size_t layer, const float* k, const f
                            view.keys, slot);
     kernels::kv_encode_row(view.precision, kernels::KvRole::kValues, v + h * s.head_dim, s.head_dim,
                            view.values, slot);
+    if (!pool_.key_summaries().empty()) {
+      pool_.key_summaries().add(id, layer, h, k + h * s.head_dim, slot == 0);
+    }
   }
   KvPage& page = pool_.page(id);
   page.n_filled = std::max<uint32_t>(page.n_filled, static_cast<uint32_t>(slot + 1));
@@ -190,6 +198,9 @@ bool KvCache::recode(SeqPages& s, size_t index, KvPrecision to) {
     }
   }
   pool_.page(*fresh).n_filled = static_cast<uint32_t>(n);
+  // The bounds of the keys as written, not as decoded: the selection scores what attention
+  // would have read before the page aged too; the format's error is the tiers' to measure.
+  if (!pool_.key_summaries().empty()) pool_.key_summaries().copy(old, *fresh);
   // Every holder of a shared page sees it at the same index (fork shares a prefix).
   for (auto& [id, other] : sequences_) {
     if (&other == &s || index >= other.pages.size() || other.pages[index] != old) continue;

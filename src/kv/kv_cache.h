@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "kv/kv_pool.h"
 #include "kv/kv_tiers.h"
+#include "kv/page_selection.h"
 
 namespace strata::kv {
 
@@ -39,6 +40,10 @@ class KvCache {
   bool reference_reads() const { return reference_reads_; }
   AttentionMode attention_mode() const { return attention_mode_; }
   void set_attention_mode(AttentionMode mode) { attention_mode_ = mode; }
+  // Query-aware sparse attention (kv/page_selection.h). Enabling it keeps key summaries for
+  // every page written from then on, so it is set before the first write.
+  const SparsePolicy& sparse() const { return sparse_; }
+  void set_sparse(const SparsePolicy& policy);
   KvPool& pool() { return pool_; }
   const KvPool& pool() const { return pool_; }
 
@@ -99,6 +104,7 @@ class KvCache {
   bool rotated_ = false;
   bool reference_reads_ = false;
   AttentionMode attention_mode_ = AttentionMode::kExact;
+  SparsePolicy sparse_;
   std::vector<float> scratch_;  // rotated rows (write) and decoded blocks (recode)
   std::unordered_map<SeqId, SeqPages> sequences_;
 };

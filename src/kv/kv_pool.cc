@@ -106,6 +106,11 @@ void KvPool::copy(PageId from, PageId to) {
   assert(pages_[from].precision == pages_[to].precision);
   std::memcpy(page_data(to), page_data(from), arenas_[pages_[from].arena].page_bytes);
   pages_[to].n_filled = pages_[from].n_filled;
+  if (!summaries_.empty()) summaries_.copy(from, to);
+}
+
+void KvPool::enable_key_summaries() {
+  if (summaries_.empty()) summaries_ = KeySummaries(shape_, pages_.size());
 }
 
 KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {

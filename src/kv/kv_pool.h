@@ -10,6 +10,7 @@
 
 #include "base/aligned.h"
 #include "base/result.h"
+#include "kv/key_summary.h"
 #include "kv/kv_page.h"
 
 namespace strata::kv {
@@ -52,8 +53,14 @@ class KvPool {
   void retain(PageId id);
   // Drops a holder; the page returns to its arena's free list when none is left.
   void release(PageId id);
-  // Copies a page's data and fill count into another page of the same precision.
+  // Copies a page's data, fill count and key summary into another page of the same precision.
   void copy(PageId from, PageId to);
+
+  // Per-page key summaries (kv/key_summary.h), kept from the call on for every page written;
+  // only sparse attention and its inspection read them, so a pool without either has none.
+  void enable_key_summaries();
+  KeySummaries& key_summaries() { return summaries_; }
+  const KeySummaries& key_summaries() const { return summaries_; }
 
   const KvPage& page(PageId id) const { return pages_[id]; }
   KvPage& page(PageId id) { return pages_[id]; }
@@ -74,6 +81,7 @@ class KvPool {
   KvShape shape_;
   std::vector<Arena> arenas_;
   std::vector<KvPage> pages_;
+  KeySummaries summaries_;
 };
 
 }  // namespace strata::kv

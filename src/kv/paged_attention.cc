@@ -31,7 +31,7 @@ size_t attend_kv_head_scratch_floats(const KvShape& shape, size_t group) {
 
 void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
                     size_t n_ctx, const float* q, size_t group, float scale, float* out,
-                    float* scratch, bool reference_reads) {
+                    float* scratch, bool reference_reads, std::span<const uint32_t> read) {
   const size_t page_size = pool.shape().page_size;
   const size_t head_dim = pool.shape().head_dim;
   std::fill_n(out, group * head_dim, 0.0f);
@@ -41,7 +41,9 @@ void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, s
   if (reference_reads) {
     for (size_t i = 0; i < group * head_dim; ++i) q16[i] = round_to_f16(q[i]);
   }
-  for (size_t start = 0, p = 0; start < n_ctx; start += page_size, ++p) {
+  const size_t n_pages = read.empty() ? (n_ctx + page_size - 1) / page_size : read.size();
+  for (size_t i = 0; i < n_pages; ++i) {
+    const size_t p = read.empty() ? i : read[i], start = p * page_size;
     const KvHeadView view = pool.head(pages[p], layer, kv_head);
     const size_t n = std::min(page_size, n_ctx - start);
     if (!reference_reads) {

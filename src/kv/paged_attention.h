@@ -17,11 +17,13 @@ namespace strata::kv {
 // position for the whole group. With reference_reads (KvCache::reference_reads), f16 and f32
 // pages are read position by position as the reference engine reads them
 // (kernels/attention.h); otherwise every page a block at a time (kernels/attention_block.h).
+// With `read` (indices into `pages`, ascending: sparse attention's choice, kv/page_selection.h)
+// only those pages are read, t then running over their positions below n_ctx.
 // scratch holds attend_kv_head_scratch_floats(...) floats.
 size_t attend_kv_head_scratch_floats(const KvShape& shape, size_t group);
 void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
                     size_t n_ctx, const float* q, size_t group, float scale, float* out,
-                    float* scratch, bool reference_reads);
+                    float* scratch, bool reference_reads, std::span<const uint32_t> read = {});
 
 // The fast path (AttentionMode::kFast): `queries` query rows of one sequence, each with the
 // group of query heads of kv_head, as one tile (kernels/attention_tile.h) over the pages
