@@ -157,6 +157,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   report.weight_bytes = report.model.weight_bytes;
   report.kv_type = kv_precision_name(engine_options.kv.hot);
   report.kv_tiers = kv_tiers_string(engine_options.kv.tiers);
+  report.attn = engine_options.kv.sparse;
   std::mt19937_64 rng(o.seed);
   const size_t n_vocab = report.model.n_vocab;
 

@@ -63,6 +63,7 @@ struct BenchReport {
   // policy, positions, bytes per position and compression against f16, pages per precision.
   std::string kv_type, kv_tiers;
   EngineLoad kv;
+  SparseAttentionPolicy attn;  // --attn: which pages decode steps read
 };
 
 Result<BenchReport> run_bench(const BenchOptions& options);

@@ -184,8 +184,12 @@ Result<EvalReport> run_eval(const EvalOptions& o) {
     context = 0;
     for (const std::vector<TokenId>& s : input.sequences) context = std::max(context, s.size());
   }
+  // Teacher forcing scores every position of a chunk in one prompt pass; with sparse attention
+  // each of them then chooses its pages as the decode step at that position would.
+  EngineOptions engine = o.engine;
+  engine.kv.sparse.prefill = engine.kv.sparse.enabled;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Engine> model,
-                          load_for(o.engine, o.engine.model_path, context));
+                          load_for(engine, o.engine.model_path, context));
   if (o.tokens_path.empty()) {
     STRATA_ASSIGN_OR_RETURN(input, text_input(o, *model));
   } else {
@@ -193,7 +197,11 @@ Result<EvalReport> run_eval(const EvalOptions& o) {
   }
   std::unique_ptr<Engine> reference;
   if (!o.reference_path.empty()) {
-    EngineOptions reference_options = o.engine;
+    EngineOptions reference_options = engine;
+    if (o.reference_sparse) {
+      reference_options.kv.sparse.enabled = reference_options.kv.sparse.prefill =
+          *o.reference_sparse;
+    }
     if (o.reference_kv_type) {  // that precision for every page: no tiers
       reference_options.kv.hot = *o.reference_kv_type;
       reference_options.kv.tiers = KvTierPolicy{};

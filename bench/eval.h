@@ -25,6 +25,9 @@ struct EvalOptions {
   // with fast attention against the same file with exact attention, in one run.
   std::optional<KvPrecision> reference_kv_type;
   std::optional<AttentionMode> reference_attention;
+  // Whether the reference reads pages sparsely (SparseAttentionPolicy::enabled), where it
+  // differs from the model's: the model with --attn sparse against the same file dense.
+  std::optional<bool> reference_sparse;
   // The input, one of:
   std::string text_path;    // a text, cut into chunks of chunk_tokens (see chunk_text)
   std::string tokens_path;  // token sequences, one per line as space-separated ids (two or more)

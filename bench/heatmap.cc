@@ -122,46 +122,58 @@ int draw_text(Image& image, int x, int y, std::string_view text, int scale, cons
   return x;
 }
 
-Image render_heatmap(const TaskEvalReport& r) {
-  const int rows = static_cast<int>(r.depths.size()), cols = static_cast<int>(r.lengths.size());
-  const std::string title = std::string(long_task_name(r.task)) + " accuracy " +
-                            format_number("%.2f", r.accuracy()) + " (" + std::to_string(r.correct) +
-                            "/" + std::to_string(r.total) + ")";
-  const std::string x_label = "length (tokens)";
-  const int label_w = text_width("depth") + kMargin;  // the depth column
+Image render_grid(const Grid& g) {
+  const int rows = static_cast<int>(g.row_names.size()),
+            cols = static_cast<int>(g.col_names.size());
+  const int label_w = text_width(g.row_label) + kMargin;  // the row names' column
   const int line_h = kGlyphH * kScale + kMargin;
   const int grid_x = kMargin + label_w, grid_y = kMargin + 2 * line_h;
   Image image;
-  image.width = std::max({grid_x + cols * kCellW + kMargin, text_width(title) + 2 * kMargin,
-                          grid_x + text_width(x_label) + kMargin});
+  image.width = std::max({grid_x + cols * kCellW + kMargin, text_width(g.title) + 2 * kMargin,
+                          grid_x + text_width(g.col_label) + kMargin});
   image.height = grid_y + rows * kCellH + 2 * line_h + kMargin;
   image.rgb.assign(static_cast<size_t>(image.width) * image.height * 3, 255);
 
-  draw_text(image, kMargin, kMargin, title, kScale, kBlack);
-  draw_text(image, kMargin, grid_y - line_h + kMargin / 2, "depth", kScale, kBlack);
+  draw_text(image, kMargin, kMargin, g.title, kScale, kBlack);
+  draw_text(image, kMargin, grid_y - line_h + kMargin / 2, g.row_label, kScale, kBlack);
   const int text_dy = (kCellH - kGlyphH * kScale) / 2;
   for (int i = 0; i < rows; ++i) {
     const int y = grid_y + i * kCellH;
-    draw_text(image, kMargin, y + text_dy, format_number("%.2f", r.depths[i]), kScale, kBlack);
+    draw_text(image, kMargin, y + text_dy, g.row_names[i], kScale, kBlack);
     for (int j = 0; j < cols; ++j) {
-      const TaskCell& c = r.cells[static_cast<size_t>(i) * cols + j];
-      const double a = c.total == 0 ? 0.0 : static_cast<double>(c.correct) / c.total;
+      const double a = g.values[static_cast<size_t>(i) * cols + j];
       uint8_t colour[3];
       accuracy_colour(a, colour);
       const int x = grid_x + j * kCellW;
-      fill_rect(image, x, y, kCellW - 1, kCellH - 1, c.total == 0 ? kGrey : colour);
-      const std::string number = c.total == 0 ? "-" : format_number("%.2f", a);
+      fill_rect(image, x, y, kCellW - 1, kCellH - 1, std::isnan(a) ? kGrey : colour);
+      const std::string number = std::isnan(a) ? "-" : format_number("%.2f", a);
       draw_text(image, x + (kCellW - text_width(number)) / 2, y + text_dy, number, kScale, kBlack);
     }
   }
   const int below = grid_y + rows * kCellH + kMargin / 2;
   for (int j = 0; j < cols; ++j) {
-    const std::string number = std::to_string(r.lengths[j]);
-    draw_text(image, grid_x + j * kCellW + (kCellW - text_width(number)) / 2, below, number, kScale,
-              kBlack);
+    draw_text(image, grid_x + j * kCellW + (kCellW - text_width(g.col_names[j])) / 2, below,
+              g.col_names[j], kScale, kBlack);
   }
-  draw_text(image, grid_x, below + line_h, x_label, kScale, kBlack);
+  draw_text(image, grid_x, below + line_h, g.col_label, kScale, kBlack);
   return image;
+}
+
+Image render_heatmap(const TaskEvalReport& r) {
+  Grid g;
+  g.title = std::string(long_task_name(r.task)) + " accuracy " +
+            format_number("%.2f", r.accuracy()) + " (" + std::to_string(r.correct) + "/" +
+            std::to_string(r.total) + ")";
+  g.row_label = "depth";
+  g.col_label = "length (tokens)";
+  for (double d : r.depths) g.row_names.push_back(format_number("%.2f", d));
+  for (int length : r.lengths) g.col_names.push_back(std::to_string(length));
+  for (const TaskCell& c : r.cells) {
+    g.values.push_back(c.total == 0
+                           ? std::nan("")
+                           : static_cast<double>(c.correct) / static_cast<double>(c.total));
+  }
+  return render_grid(g);
 }
 
 Status write_png(const std::string& path, const Image& image) {

@@ -1,6 +1,6 @@
-// `strata eval --task --plot`: the accuracy table as a PNG heatmap, depths as rows and lengths as
-// columns, each cell coloured from red (0) through yellow to green (1) with its accuracy written
-// in it. Text is drawn with a built-in 5x7 bitmap font, so no font library or file is needed.
+// PNG heatmaps (`strata eval --task --plot`, `strata inspect --plot`): tables of values in [0, 1]
+// whose cells are coloured from red (0) through yellow to green (1), each value written in it. Text
+// is drawn with a built-in 5x7 bitmap font, so no font library or file is needed.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,16 @@ void accuracy_colour(double accuracy, uint8_t out[3]);
 // corner at (x, y), each font pixel as scale x scale pixels; returns the x after it.
 int draw_text(Image& image, int x, int y, std::string_view text, int scale, const uint8_t rgb[3]);
 
+// A table of values in [0, 1] as coloured cells, each with its value written in it (NaN: a grey
+// cell marked "-"): values is [row][column].
+struct Grid {
+  std::string title, row_label, col_label;
+  std::vector<std::string> row_names, col_names;
+  std::vector<double> values;
+};
+Image render_grid(const Grid& grid);
+
+// The accuracy table of `strata eval --task`: depths as rows, lengths as columns.
 Image render_heatmap(const TaskEvalReport& report);
 
 // Encodes the image as an 8-bit RGB PNG file (libpng).

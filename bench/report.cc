@@ -72,6 +72,12 @@ std::string format_table(const BenchReport& r) {
         static_cast<double>(r.kv.kv_f16_bytes) / static_cast<double>(r.kv.kv_bytes_used),
         pages.c_str());
   }
+  if (r.attn.enabled) {
+    out << printf_string(
+        "\nattention: sparse, %d positions per decode query (%d sinks, a window of %d), the "
+        "first %d layers dense",
+        r.attn.budget, r.attn.sinks, r.attn.window, r.attn.dense_layers);
+  }
   if (r.read_bandwidth_gb_s > 0) {
     out << printf_string(" = %.0f%% of the %.1f GB/s this machine reads (STREAM-like, %d threads)",
                          100.0 * r.tg_bandwidth_gb_s / r.read_bandwidth_gb_s, r.read_bandwidth_gb_s,
@@ -102,6 +108,13 @@ std::string format_json(const BenchReport& r) {
   j["peak_rss_bytes"] = r.peak_rss_bytes;
   j["kv_type"] = r.kv_type;
   j["kv_tiers"] = r.kv_tiers;
+  j["attn"] = r.attn.enabled ? "sparse" : "dense";
+  if (r.attn.enabled) {
+    j["attn_budget"] = r.attn.budget;
+    j["attn_window"] = r.attn.window;
+    j["attn_sinks"] = r.attn.sinks;
+    j["attn_dense_layers"] = r.attn.dense_layers;
+  }
   if (r.kv.kv_positions > 0) {
     j["kv_positions"] = r.kv.kv_positions;
     j["kv_bytes"] = r.kv.kv_bytes_used;

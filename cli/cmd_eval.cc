@@ -97,6 +97,11 @@ Command add_eval_command(CLI::App& app) {
       *sub, "--reference-attention", [&o](AttentionMode m) { o.reference_attention = m; },
       "the reference's attention (default: the model's --attention); with the model file as "
       "--reference, what fast attention or a KV type costs");
+  auto* reference_sparse = add_sparse_mode_option(
+      *sub, "--reference-attn", [&o](bool on) { o.reference_sparse = on; },
+      "the reference's page reads, dense or sparse (default: the model's --attn); with the model "
+      "file as --reference and --attn sparse, what reading only the selected pages costs");
+  reference_sparse->needs(reference);
   reference_kv->needs(reference);
   reference_attention->needs(reference);
   auto* text = sub->add_option("-f,--file", o.text_path,

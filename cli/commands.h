@@ -24,6 +24,7 @@ Command add_synth_command(CLI::App& app);
 Command add_quantize_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
 Command add_bench_grammar_command(CLI::App& app);
 Command add_grammar_check_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);

@@ -77,6 +77,11 @@ CLI::Option* add_attention_option(CLI::App& sub, const std::string& name,
   return add_named_option(sub, name, kAttentionModes, std::move(set), help);
 }
 
+CLI::Option* add_sparse_mode_option(CLI::App& sub, const std::string& name,
+                                    std::function<void(bool)> set, const std::string& help) {
+  return add_named_option(sub, name, kSparseModes, std::move(set), help);
+}
+
 CLI::Option* add_kv_tiers_option(CLI::App& sub, KvTierPolicy& tiers) {
   return sub.add_option_function<std::string>(
       "--kv-tiers",
@@ -92,8 +97,8 @@ CLI::Option* add_kv_tiers_option(CLI::App& sub, KvTierPolicy& tiers) {
 }
 
 void add_sparse_attention_flags(CLI::App& sub, SparseAttentionPolicy& sparse) {
-  add_named_option<bool>(
-      sub, "--attn", kSparseModes, [&sparse](bool on) { sparse.enabled = on; },
+  add_sparse_mode_option(
+      sub, "--attn", [&sparse](bool on) { sparse.enabled = on; },
       "which KV pages a decode step reads: dense (default: all) or sparse (the sinks, the "
       "recent window and the pages whose keys can score highest for the query, up to "
       "--attn-budget positions)");

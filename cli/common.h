@@ -26,6 +26,9 @@ CLI::Option* add_kv_type_option(CLI::App& sub, const std::string& name,
                                 std::function<void(KvPrecision)> set, const std::string& help);
 CLI::Option* add_attention_option(CLI::App& sub, const std::string& name,
                                   std::function<void(AttentionMode)> set, const std::string& help);
+// dense | sparse: whether decode steps read every KV page or a selection (--attn).
+CLI::Option* add_sparse_mode_option(CLI::App& sub, const std::string& name,
+                                    std::function<void(bool)> set, const std::string& help);
 
 // --attn dense|sparse, --attn-budget, --attn-window, --attn-sinks, --attn-dense-layers.
 void add_sparse_attention_flags(CLI::App& sub, SparseAttentionPolicy& sparse);

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
       add_quantize_command(app),
       add_bench_command(app),
       add_eval_command(app),
+      add_inspect_command(app),
       add_bench_grammar_command(app),
       add_grammar_check_command(app),
       add_serve_command(app),

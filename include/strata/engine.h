@@ -211,6 +211,23 @@ struct ModelSummary {
   size_t interleaved_matrices = 0;  // weight matrices rearranged at load (interleave_weights)
 };
 
+// `strata inspect`: where exact attention goes at the last positions of a prompt, per layer and
+// query head, against what sparse attention (SparseAttentionPolicy) would read there.
+struct AttentionHeadProfile {
+  size_t layer = 0, head = 0;
+  bool dense_layer = false;  // the policy reads every page in this layer (dense_layers)
+  size_t queries = 0;        // positions profiled
+  // Means over those positions: the softmax's entropy in nats, and its mass in the sink pages,
+  // the recent window, the pages the selection chooses and the rest (these four sum to 1).
+  double entropy = 0;
+  double sinks = 0, window = 0, selected = 0, rest = 0;
+  std::vector<float> recalls;  // per position: the mass the selection reads, 1 - rest
+};
+struct AttentionProfile {
+  size_t positions = 0;                     // the prompt's tokens
+  std::vector<AttentionHeadProfile> heads;  // layer-major: [layer][head]
+};
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
@@ -254,6 +271,13 @@ class Engine {
   // Logits after evaluating `tokens` in one fresh sequence: the last position's ([n_vocab]), or
   // every position's ([n_tokens][n_vocab]) with all_positions.
   Result<std::vector<float>> evaluate(std::span<const TokenId> tokens, bool all_positions = false);
+
+  // Evaluates `tokens` (dense, as a prompt) and profiles the attention of its last `queries`
+  // positions (AttentionProfile) under the engine's SparseAttentionPolicy, enabled or not. The
+  // engine must have been created with sparse attention enabled (its pages then keep the key
+  // summaries that selection reads): kInvalidArgument otherwise, kUnsupported for head sizes
+  // sparse attention cannot take.
+  Result<AttentionProfile> profile_attention(std::span<const TokenId> tokens, size_t queries);
 
  private:
   struct Impl;

@@ -160,6 +160,7 @@ void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, siz
     for (size_t r = 0; r < rows; ++r) kernels::rotate_kv_head(&rotated_q[r * head_dim], head_dim);
     q = rotated_q.data();
   }
+  if (cache.probe() != nullptr) cache.probe()->observe(cache, layer, queries, n_heads, scale, q);
   if (cache.attention_mode() == AttentionMode::kFast) {
     attend_fast(cache, layer, queries, n_heads, scale, q, out, pool);
   } else {

@@ -15,9 +15,7 @@ uint16_t bf16_round_down(float x) {
   return b;
 }
 
-uint16_t bf16_round_up(float x) {
-  return static_cast<uint16_t>(bf16_round_down(-x) ^ 0x8000u);
-}
+uint16_t bf16_round_up(float x) { return static_cast<uint16_t>(bf16_round_down(-x) ^ 0x8000u); }
 
 float bf16_to_float(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
 

@@ -45,7 +45,8 @@ class KeySummaries {
 
  private:
   uint16_t* mutable_of(PageId page, size_t layer, size_t kv_head) {
-    return data_.data() + size_t{page} * page_stride_ + (layer * n_kv_heads_ + kv_head) * 2 * head_dim_;
+    return data_.data() + size_t{page} * page_stride_ +
+           (layer * n_kv_heads_ + kv_head) * 2 * head_dim_;
   }
 
   size_t n_kv_heads_ = 0, head_dim_ = 0, page_stride_ = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "kv/attention_probe.h"
 #include "kv/kv_pool.h"
 #include "kv/kv_tiers.h"
 #include "kv/page_selection.h"
@@ -44,6 +45,10 @@ class KvCache {
   // every page written from then on, so it is set before the first write.
   const SparsePolicy& sparse() const { return sparse_; }
   void set_sparse(const SparsePolicy& policy);
+  // A diagnostic that kv::attend shows every layer's queries to (kv/attention_probe.h), or
+  // nullptr; not owned, and the caller clears it before the probe goes away.
+  AttentionProbe* probe() const { return probe_; }
+  void set_probe(AttentionProbe* probe) { probe_ = probe; }
   KvPool& pool() { return pool_; }
   const KvPool& pool() const { return pool_; }
 
@@ -105,6 +110,7 @@ class KvCache {
   bool reference_reads_ = false;
   AttentionMode attention_mode_ = AttentionMode::kExact;
   SparsePolicy sparse_;
+  AttentionProbe* probe_ = nullptr;
   std::vector<float> scratch_;  // rotated rows (write) and decoded blocks (recode)
   std::unordered_map<SeqId, SeqPages> sequences_;
 };

@@ -122,4 +122,12 @@ KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {
                     base + shape_.n_kv_heads * k_block + kv_head * v_block, precision};
 }
 
+const void* KvPool::key_block(PageId id, size_t layer, size_t kv_head) const {
+  const KvPrecision precision = pages_[id].precision;
+  const Arena& a = arenas_[pages_[id].arena];
+  const unsigned char* page = a.data.data() + static_cast<size_t>(id - a.first) * a.page_bytes;
+  return page + layer * shape_.layer_bytes(precision) +
+         kv_head * shape_.block_bytes(precision, kernels::KvRole::kKeys);
+}
+
 }  // namespace strata::kv

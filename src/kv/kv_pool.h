@@ -65,6 +65,8 @@ class KvPool {
   const KvPage& page(PageId id) const { return pages_[id]; }
   KvPage& page(PageId id) { return pages_[id]; }
   KvHeadView head(PageId id, size_t layer, size_t kv_head);
+  // The keys of (layer, kv_head) in a page, read-only: [page_size][head_dim] in its precision.
+  const void* key_block(PageId id, size_t layer, size_t kv_head) const;
 
  private:
   struct Arena {

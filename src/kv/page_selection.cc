@@ -36,8 +36,7 @@ void select_pages(const KvPool& pool, std::span<const PageId> pages, size_t laye
     scratch.bounds.resize(n);
     const KeySummaries& s = pool.key_summaries();
     kernels::key_score_bounds(q, group, pool.shape().head_dim, s.base(layer, kv_head),
-                              s.page_stride(), scratch.candidates.data(), n,
-                              scratch.bounds.data());
+                              s.page_stride(), scratch.candidates.data(), n, scratch.bounds.data());
     scratch.order.resize(n);
     std::iota(scratch.order.begin(), scratch.order.end(), 0u);
     const size_t k = std::min(regions.select, n);

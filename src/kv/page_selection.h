@@ -54,8 +54,8 @@ struct SelectionScratch {
 
 // The pages (indices into `pages`, ascending, in scratch.chosen) that the group of query heads
 // q ([group][head_dim], in the cache's space: rotated where it rotates) of kv_head reads in
-// `layer`, the regions being those of its context (page_regions). The pool must keep key summaries. Ties in the bound go to
-// the older page, so the choice depends on the inputs alone.
+// `layer`, the regions being those of its context (page_regions). The pool must keep key summaries.
+// Ties in the bound go to the older page, so the choice depends on the inputs alone.
 void select_pages(const KvPool& pool, std::span<const PageId> pages, size_t layer, size_t kv_head,
                   const float* q, size_t group, const PageRegions& regions,
                   SelectionScratch& scratch);

@@ -206,5 +206,22 @@ TEST(CliErrorsTest, BadFlagsAreOneError) {
   expect_one_error({}, {"subcommand"});
 }
 
+TEST(CliErrorsTest, BadSparseAttentionFlagsAreOneError) {
+  expect_one_error({"run", "-m", kStories, "-p", "Once", "--attn", "sometimes"},
+                   {"--attn", "dense", "sparse"});
+  expect_one_error({"run", "-m", kStories, "-p", "Once", "--attn", "sparse", "--attn-budget", "0"},
+                   {"--attn-budget"});
+  expect_one_error({"bench", "-m", kStories, "-p", "8", "-n", "2", "-r", "1", "--no-bandwidth",
+                    "--attn", "sparse", "--attn-budget", "64", "--attn-window", "64"},
+                   {"budget", "--attn-budget", "32 + 64"});
+  expect_one_error({"eval", "-m", kStories, "-f", kStories, "--attn-window", "-3"},
+                   {"--attn-window"});
+  expect_one_error({"inspect", "-m", kStories}, {"no prompt", "--prompts"});
+  const std::string prompts = temp_path("prompts.jsonl");
+  std::ofstream(prompts) << "{\"prompt\": \"Once\"}\n[1, 2]\n";
+  expect_one_error({"inspect", "-m", kStories, "--prompts", prompts}, {"line 2", "\"prompt\""});
+  std::filesystem::remove(prompts);
+}
+
 }  // namespace
 }  // namespace strata

@@ -89,8 +89,8 @@ TEST(KeyBoundsTest, TwinTakesEachChannelsLargerEndAndTheGroupsLargestHead) {
   std::vector<uint16_t> summary;
   for (float x : lo) summary.push_back(to_bf16(x));
   for (float x : hi) summary.push_back(to_bf16(x));
-  const float q[16] = {2, -1, 5, 1, -1, 2, 0, 9,  // head 0
-                       -1, 1, 0, 0, 0, 0, 0, 0};  // head 1: bound 1 + 3 = 4
+  const float q[16] = {2,  -1, 5, 1, -1, 2, 0, 9,   // head 0
+                       -1, 1,  0, 0, 0,  0, 0, 0};  // head 1: bound 1 + 3 = 4
   // Head 0: max(-2, 2) + max(1, -3) + 0 + max(2, 4) + max(4, 2) + max(1, 3) + 0 + 0 = 14.
   const uint32_t index = 0;
   float out = 0;

@@ -2,7 +2,7 @@
 // the pages it chooses (against a brute-force ranking by the scalar bound), and kv::attend
 // reading only them: softmax attention over exactly those positions, the dense result when the
 // budget covers everything, the same bits for any thread count, and the same choice after the
-// tiers re-encode the pages.
+// tiers re-encode the pages; and the profiler's split of exact attention by region.
 #include "kv/page_selection.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 
 #include "kernels/reference/key_bounds_ref.h"
 #include "kv/attend.h"
+#include "kv/attention_profile.h"
 #include "kv/kv_cache.h"
 #include "platform/thread_pool.h"
 
@@ -196,7 +197,8 @@ TEST(PageSelectionTest, TiesGoToTheOlderPage) {
   const std::vector<float> k(s.n_kv_heads * s.head_dim, 1.0f), v(k.size(), 1.0f);
   ASSERT_TRUE(cache.reserve(1, n).ok());
   for (size_t t = 0; t < n; ++t) {
-    for (size_t layer = 0; layer < s.n_layers; ++layer) cache.write(1, t, layer, k.data(), v.data());
+    for (size_t layer = 0; layer < s.n_layers; ++layer)
+      cache.write(1, t, layer, k.data(), v.data());
   }
   const PageRegions r = page_regions(cache.sparse(), kPage, n);
   const std::vector<float> q = random_q(2 * s.head_dim, 1);
@@ -354,6 +356,59 @@ TEST(PageSelectionTest, AgedPagesKeepTheirSummaries) {
   EXPECT_EQ(cache.pool().page(cache.page_table(1)[3]).precision, KvPrecision::kQ8_0);
   select_pages(cache.pool(), cache.page_table(1), 1, 1, q.data(), 2, r, scratch);
   EXPECT_EQ(scratch.chosen, chosen);
+}
+
+TEST(PageSelectionTest, ProfilerSplitsExactAttentionByRegion) {
+  const KvShape s = shape();
+  KvCache cache(s, 64, KvPrecision::kF32);
+  const SparsePolicy p = policy(128);
+  cache.set_sparse(p);
+  const size_t n = 300, layer = 1;
+  const Filled f = fill(cache, 1, n, 71);
+  const std::vector<float> q = random_q(kHeads * s.head_dim, 72);
+  AttentionProfiler profiler(s, kHeads, n - 1, p);
+  cache.set_probe(&profiler);
+  attend_decode(cache, 1, n - 1, q.data(), layer, 2);
+  attend_decode(cache, 1, n - 2, q.data(), layer, 2);
+  cache.set_probe(nullptr);
+  const PageRegions r = page_regions(p, kPage, n);
+  for (size_t h = 0; h < kHeads; ++h) {
+    const size_t kv_head = h / 2;
+    const std::vector<uint32_t> chosen =
+        brute_force_choice(cache, 1, layer, kv_head, &q[kv_head * 2 * s.head_dim], 2, r);
+    std::vector<double> w(n);
+    double top = -1e300, sum = 0;
+    for (size_t t = 0; t < n; ++t) {
+      const float* k = &f.k[((t * s.n_layers + layer) * s.n_kv_heads + kv_head) * s.head_dim];
+      double dot = 0;
+      for (size_t d = 0; d < s.head_dim; ++d) dot += double{q[h * s.head_dim + d]} * k[d];
+      top = std::max(top, w[t] = double{0.2f} * dot);  // the scale attend was given
+    }
+    for (double& x : w) sum += (x = std::exp(x - top));
+    double sinks = 0, window = 0, selected = 0, entropy = 0;
+    for (size_t t = 0; t < n; ++t) {
+      const double pt = w[t] / sum;
+      entropy -= pt * std::log(pt);
+      const uint32_t page = static_cast<uint32_t>(t / kPage);
+      if (page < r.sink_pages) {
+        sinks += pt;
+      } else if (page >= r.window_begin) {
+        window += pt;
+      } else if (std::find(chosen.begin(), chosen.end(), page) != chosen.end()) {
+        selected += pt;
+      }
+    }
+    const HeadAttentionStats& got = profiler.head(layer, h);
+    ASSERT_EQ(got.queries, 1u);  // the query at n - 2 is before first_pos
+    EXPECT_NEAR(got.entropy, entropy, 1e-9);
+    EXPECT_NEAR(got.sinks, sinks, 1e-9);
+    EXPECT_NEAR(got.window, window, 1e-9);
+    EXPECT_NEAR(got.selected, selected, 1e-9);
+    EXPECT_NEAR(got.rest, 1 - sinks - window - selected, 1e-9);
+    ASSERT_EQ(got.recalls.size(), 1u);
+    EXPECT_NEAR(got.recalls[0], sinks + window + selected, 1e-6);
+    EXPECT_EQ(profiler.head(0, h).queries, 0u);  // layer 0 was not attended
+  }
 }
 
 }  // namespace
