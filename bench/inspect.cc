@@ -171,7 +171,8 @@ Status write_inspect_png(const std::string& path, const InspectReport& r) {
   g.row_label = "layer";
   g.col_label = "head";
   for (size_t layer = 0; layer < r.n_layers; ++layer) {
-    g.row_names.push_back(std::to_string(layer) + (r.heads[layer * r.n_heads].dense_layer ? " d" : ""));
+    g.row_names.push_back(std::to_string(layer) +
+                          (r.heads[layer * r.n_heads].dense_layer ? " d" : ""));
   }
   for (size_t h = 0; h < r.n_heads; ++h) g.col_names.push_back(std::to_string(h));
   for (const AttentionHeadProfile& h : r.heads) g.values.push_back(1.0 - h.rest);

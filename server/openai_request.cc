@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <utility>
 
 #include "strata/json_depth.h"
 
@@ -204,6 +206,29 @@ void parse_constraint(Fields& f, OutputConstraint& c) {
   c.text = schema->dump();
 }
 
+// strata's extension: the request's own sparse attention (docs/sparse-attention.md), "attn":
+// "dense" or "sparse", and "attn_budget" / "attn_window" / "attn_sinks" in positions.
+void parse_attention(Fields& f, SparseAttentionOverride& a) {
+  constexpr int64_t kMaxPositions = 1 << 24;
+  if (f.find("attn")) {
+    std::string mode;
+    f.string("attn", mode);
+    if (mode == "dense" || mode == "sparse") {
+      a.enabled = mode == "sparse";
+    } else if (!f.error()) {
+      f.fail(field_error("attn", "must be \"dense\" or \"sparse\""));
+    }
+  }
+  for (auto [name, field] : {std::pair{"attn_budget", &a.budget},
+                             {"attn_window", &a.window},
+                             {"attn_sinks", &a.sinks}}) {
+    if (!f.find(name)) continue;
+    int value = 0;
+    f.integer(name, value, std::string_view(name) == "attn_sinks" ? 0 : 1, kMaxPositions);
+    *field = value;
+  }
+}
+
 // Fields chat and completions share.
 void parse_common(Fields& f, CompletionRequest& r) {
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
@@ -255,6 +280,7 @@ void parse_common(Fields& f, CompletionRequest& r) {
   parse_stop(f, r.generation.stop);
   parse_logit_bias(f, s.logit_bias);
   parse_constraint(f, r.generation.constraint);
+  parse_attention(f, r.generation.attention);
 }
 
 // OpenAI content: a string, or an array of parts of which strata reads the text ones.

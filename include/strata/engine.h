@@ -74,6 +74,14 @@ struct SparseAttentionPolicy {
   bool prefill = false;
 };
 Status check_sparse_attention(const SparseAttentionPolicy& policy);
+// A request's own sparse attention (the server's `attn`, `attn_budget`, `attn_window` and
+// `attn_sinks` fields): each field given replaces the engine's. One that selects needs an engine
+// created with sparse attention enabled, whose pages keep the key summaries selection reads.
+struct SparseAttentionOverride {
+  std::optional<bool> enabled;
+  std::optional<int> budget, window, sinks;
+  bool empty() const { return !enabled && !budget && !window && !sinks; }
+};
 
 // How the KV cache stores keys and values. Every page has its own precision: pages are written
 // in `hot` and, with tiers, re-encoded to the warm and cold precisions as they age.
@@ -145,6 +153,7 @@ struct GenerationRequest {
   // Send one TokenEvent with `admitted` set (and no token) when the request first gets its KV
   // pages and starts running: the end of its time in the queue.
   bool report_admission = false;
+  SparseAttentionOverride attention;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

@@ -256,8 +256,14 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
                                                               max_length - request.prompt.size());
   }
 
+  std::optional<kv::SparsePolicy> sparse;
+  if (!request.attention.empty()) {
+    STRATA_ASSIGN_OR_RETURN(sparse, im.request_sparse(request.attention));
+  }
+
   engine::Sequence& s = im.sequences.emplace_back();
   s.id = im.next_id++;
+  if (sparse) im.kv->cache().set_sequence_sparse(s.id, *sparse);
   s.tokens = request.prompt;
   s.n_prompt = request.prompt.size();
   s.max_length = max_length;
@@ -378,6 +384,23 @@ Result<std::vector<float>> Engine::evaluate(std::span<const TokenId> tokens, boo
   im.kv->free(seq);
   if (!status.ok()) return status.error();
   return out;
+}
+
+Result<kv::SparsePolicy> Engine::Impl::request_sparse(const SparseAttentionOverride& o) const {
+  SparseAttentionPolicy p = options.kv.sparse;
+  p.enabled = o.enabled.value_or(p.enabled);
+  p.budget = o.budget.value_or(p.budget);
+  p.window = o.window.value_or(p.window);
+  p.sinks = o.sinks.value_or(p.sinks);
+  if (p.enabled) {
+    STRATA_RETURN_IF_ERROR(check_sparse_attention(p));
+    if (kv->cache().pool().key_summaries().empty()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "this engine reads every KV page; sparse attention per request needs it "
+                        "started with sparse attention (--attn sparse)");
+    }
+  }
+  return kv_sparse_policy(p, kv->cache().shape());
 }
 
 Status Engine::Impl::check_tokens(std::span<const TokenId> tokens, size_t max_tokens,

@@ -46,6 +46,8 @@ struct Engine::Impl {
   // the vocabulary, at most max_tokens of them (else kOutOfRange with the message too_long).
   Status check_tokens(std::span<const TokenId> tokens, size_t max_tokens,
                       const std::string& too_long) const;
+  // The KV policy of a request that asks for its own sparse attention, checked.
+  Result<kv::SparsePolicy> request_sparse(const SparseAttentionOverride& o) const;
 
   // engine_step.cc
   Status step();

@@ -35,6 +35,7 @@ void Engine::Impl::finish(engine::Sequence& s, FinishReason reason, const Error&
   }
   if (s.on_token) s.on_token(event);
   scheduler->remove(&s);
+  kv->cache().clear_sequence_sparse(s.id);
 }
 
 Status Engine::Impl::step() {

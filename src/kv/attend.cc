@@ -18,20 +18,27 @@ constexpr size_t kMinParallelAttentionWork = size_t{1} << 15;
 // accumulators (2 * 16 * group * head_dim floats) in L1.
 constexpr size_t kTileQueries = 16;
 
-// Which queries of a batch choose their pages (kv/page_selection.h): in a layer that selects,
-// decode steps (a sequence's only query in the batch) and, with SparsePolicy::prefill, every
-// query.
+// Which queries of a batch choose their pages (kv/page_selection.h): in a layer their
+// sequence's policy selects in, decode steps (a sequence's only query in the batch) and, with
+// SparsePolicy::prefill, every query.
 std::vector<uint8_t> selecting_queries(const KvCache& cache, size_t layer,
                                        std::span<const QueryPos> queries) {
   std::vector<uint8_t> selects(queries.size(), 0);
-  const SparsePolicy& sparse = cache.sparse();
-  if (!sparse.sparse_layer(layer)) return selects;
   std::unordered_map<SeqId, size_t> per_seq;
   for (const QueryPos& e : queries) ++per_seq[e.seq];
   for (size_t t = 0; t < queries.size(); ++t) {
-    selects[t] = sparse.prefill || per_seq[queries[t].seq] == 1;
+    const SparsePolicy& sparse = cache.sparse_for(queries[t].seq);
+    selects[t] = sparse.sparse_layer(layer) && (sparse.prefill || per_seq[queries[t].seq] == 1);
   }
   return selects;
+}
+
+// Whether some prompt chunk of the batch selects per query, which the tiles cannot.
+bool prompt_selects(const KvCache& cache, size_t layer, std::span<const QueryPos> queries) {
+  return std::any_of(queries.begin(), queries.end(), [&](const QueryPos& e) {
+    const SparsePolicy& sparse = cache.sparse_for(e.seq);
+    return sparse.prefill && sparse.sparse_layer(layer);
+  });
 }
 
 // The pages one query reads with its KV head's group of heads q: every page (an empty span), or
@@ -39,7 +46,8 @@ std::vector<uint8_t> selecting_queries(const KvCache& cache, size_t layer,
 std::span<const uint32_t> pages_to_read(const KvCache& cache, size_t layer, const QueryPos& e,
                                         size_t kv_head, const float* q_group, size_t group,
                                         SelectionScratch& scratch) {
-  const PageRegions regions = page_regions(cache.sparse(), cache.shape().page_size, e.pos + 1);
+  const PageRegions regions =
+      page_regions(cache.sparse_for(e.seq), cache.shape().page_size, e.pos + 1);
   if (regions.dense()) return {};
   select_pages(cache.pool(), cache.page_table(e.seq), layer, kv_head, q_group, group, regions,
                scratch);
@@ -113,7 +121,7 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
   const size_t n_tiles = tile_begin.size();
   // Decode only: the exact path, with its split of the heads; and so are prompt chunks that
   // select pages per query, which tiles cannot.
-  if (n_tiles == queries.size() || (cache.sparse().prefill && cache.sparse().sparse_layer(layer))) {
+  if (n_tiles == queries.size() || prompt_selects(cache, layer, queries)) {
     attend_exact(cache, layer, queries, n_heads, scale, q, out, pool);
     return;
   }

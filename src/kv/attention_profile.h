@@ -21,7 +21,7 @@ namespace strata::kv {
 // Sums over the queries probed; divide by `queries` for means.
 struct HeadAttentionStats {
   size_t queries = 0;
-  double entropy = 0;  // nats: -sum_t p_t ln p_t
+  double entropy = 0;                                    // nats: -sum_t p_t ln p_t
   double sinks = 0, window = 0, selected = 0, rest = 0;  // attention mass
   std::vector<float> recalls;                            // per query: 1 - its rest
 };

@@ -33,6 +33,11 @@ void KvCache::set_sparse(const SparsePolicy& policy) {
   if (sparse_.enabled) pool_.enable_key_summaries();
 }
 
+void KvCache::set_sequence_sparse(SeqId seq, const SparsePolicy& policy) {
+  assert(!policy.enabled || !pool_.key_summaries().empty());
+  sequence_sparse_[seq] = policy;
+}
+
 size_t KvCache::shared_pages_in(const SeqPages& s, size_t from, size_t to) const {
   const size_t page_size = shape().page_size;
   size_t n = 0;

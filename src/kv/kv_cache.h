@@ -45,6 +45,14 @@ class KvCache {
   // every page written from then on, so it is set before the first write.
   const SparsePolicy& sparse() const { return sparse_; }
   void set_sparse(const SparsePolicy& policy);
+  // One sequence's own policy in place of sparse() (a request that asks for its own), until
+  // cleared. One that selects needs the summaries sparse() keeps: set_sparse, enabled, first.
+  void set_sequence_sparse(SeqId seq, const SparsePolicy& policy);
+  void clear_sequence_sparse(SeqId seq) { sequence_sparse_.erase(seq); }
+  const SparsePolicy& sparse_for(SeqId seq) const {
+    auto it = sequence_sparse_.find(seq);
+    return it == sequence_sparse_.end() ? sparse_ : it->second;
+  }
   // A diagnostic that kv::attend shows every layer's queries to (kv/attention_probe.h), or
   // nullptr; not owned, and the caller clears it before the probe goes away.
   AttentionProbe* probe() const { return probe_; }
@@ -110,6 +118,7 @@ class KvCache {
   bool reference_reads_ = false;
   AttentionMode attention_mode_ = AttentionMode::kExact;
   SparsePolicy sparse_;
+  std::unordered_map<SeqId, SparsePolicy> sequence_sparse_;
   AttentionProbe* probe_ = nullptr;
   std::vector<float> scratch_;  // rotated rows (write) and decoded blocks (recode)
   std::unordered_map<SeqId, SeqPages> sequences_;

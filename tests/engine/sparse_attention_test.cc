@@ -34,8 +34,10 @@ SparseAttentionPolicy sparse(int budget) {
   return p;
 }
 
-std::vector<TokenId> greedy(Engine& engine, const std::vector<TokenId>& prompt, int n) {
+std::vector<TokenId> greedy(Engine& engine, const std::vector<TokenId>& prompt, int n,
+                            const SparseAttentionOverride& attention = {}) {
   GenerationRequest r;
+  r.attention = attention;
   r.prompt = prompt;
   r.max_tokens = n;
   r.sampling.temperature = 0;
@@ -118,6 +120,38 @@ TEST(SparseAttentionTest, ProfileSplitsAttentionMass) {
   Result<AttentionProfile> all = covered->profile_attention(tokens, 4);
   ASSERT_TRUE(all.ok());
   for (const AttentionHeadProfile& h : all->heads) EXPECT_NEAR(h.rest, 0.0, 1e-12);
+}
+
+TEST(SparseAttentionTest, ARequestMayAskForItsOwnPolicy) {
+  std::unique_ptr<Engine> dense = make_engine({});
+  std::unique_ptr<Engine> engine = make_engine(sparse(96));
+  ASSERT_TRUE(dense && engine);
+  const std::vector<TokenId> prompt = dense->tokenize("Once upon a time", true, false);
+  const std::vector<TokenId> want = greedy(*dense, prompt, 300);
+  const std::vector<TokenId> sparse96 = greedy(*engine, prompt, 300);
+  EXPECT_NE(sparse96, want);  // 96 positions of 300 change the greedy path on this model
+  SparseAttentionOverride off;
+  off.enabled = false;
+  EXPECT_EQ(greedy(*engine, prompt, 300, off), want);
+  SparseAttentionOverride wide;
+  wide.budget = 512;
+  EXPECT_EQ(greedy(*engine, prompt, 300, wide), want);
+  EXPECT_EQ(greedy(*engine, prompt, 300), sparse96);  // the engine's own policy is untouched
+
+  SparseAttentionOverride on;
+  on.enabled = true;
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.attention = on;
+  Result<uint64_t> refused = dense->submit(r, [](const TokenEvent&) { return true; });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--attn sparse"), std::string::npos);
+  SparseAttentionOverride tight;
+  tight.budget = 40;  // the engine's 32 sinks and window of 32 do not fit
+  r.attention = tight;
+  refused = engine->submit(r, [](const TokenEvent&) { return true; });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
 }
 
 TEST(SparseAttentionTest, RefusesWhatCannotWork) {

@@ -77,6 +77,25 @@ TEST(OpenAiRequest, TypeErrorsNameTheField) {
   EXPECT_EQ(chat_error("[1]").error.message, "the request body must be a JSON object");
 }
 
+TEST(OpenAiRequest, SparseAttentionIsAnExtension) {
+  CompletionRequest r = chat_ok("{" + kMessages + R"(, "attn": "sparse", "attn_budget": 1024,
+      "attn_window": 64, "attn_sinks": 0})");
+  const SparseAttentionOverride& a = r.generation.attention;
+  EXPECT_EQ(a.enabled, true);
+  EXPECT_EQ(a.budget, 1024);
+  EXPECT_EQ(a.window, 64);
+  EXPECT_EQ(a.sinks, 0);
+  EXPECT_TRUE(chat_ok("{" + kMessages + "}").generation.attention.empty());
+  EXPECT_EQ(chat_ok("{" + kMessages + R"(, "attn": "dense"})").generation.attention.enabled, false);
+  RequestError e = chat_error("{" + kMessages + R"(, "attn": "sometimes"})");
+  EXPECT_EQ(e.param, "attn");
+  EXPECT_NE(e.error.message.find("\"dense\" or \"sparse\""), std::string::npos);
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "attn": 1})").param, "attn");
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "attn_budget": 0})").param, "attn_budget");
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "attn_window": "x"})").param, "attn_window");
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "attn_sinks": -1})").param, "attn_sinks");
+}
+
 TEST(OpenAiRequest, ContentPartsAreJoinedAndDeveloperIsSystem) {
   CompletionRequest r = chat_ok(R"({"messages": [
       {"role": "developer", "content": "Be brief."},

@@ -97,6 +97,14 @@ std::vector<BadRequest> bad_requests() {
     for (const char* f : {"model", "user", "grammar"}) {
       for (const std::string& v : not_strings) add(f, v);
     }
+    for (const char* f : {"attn_budget", "attn_window", "attn_sinks"}) {
+      for (const std::string& v : not_integers) add(f, v);
+    }
+    for (const std::string& v : not_strings) add("attn", v);
+    add("attn", "\"sometimes\"");
+    add("attn_budget", "0");
+    add("attn_sinks", "-1");
+    add("attn", "\"sparse\"");  // this server reads every page: no key summaries to select by
     add("max_tokens", "0");
     add("max_tokens", "-5");
     add("n", "0");
