@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench.h"
 #include "bench/heatmap.h"
 
 namespace strata::bench {
@@ -47,15 +48,6 @@ void accumulate(std::vector<AttentionHeadProfile>& into, const AttentionProfile&
   }
 }
 
-double quantile(std::vector<float> sorted, double q) {
-  if (sorted.empty()) return 0;
-  std::sort(sorted.begin(), sorted.end());
-  const double at = q * static_cast<double>(sorted.size() - 1);
-  const size_t i = static_cast<size_t>(at);
-  const double t = at - static_cast<double>(i);
-  return i + 1 < sorted.size() ? sorted[i] * (1 - t) + sorted[i + 1] * t : sorted[i];
-}
-
 std::string fixed(const char* format, double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, format, value);
@@ -89,7 +81,7 @@ Result<InspectReport> run_inspect(const InspectOptions& o) {
     ++r.prompts;
   }
   const double n = static_cast<double>(r.prompts);
-  std::vector<float> recalls;
+  std::vector<double> recalls;
   for (AttentionHeadProfile& h : r.heads) {
     h.entropy /= n;
     h.sinks /= n;
@@ -100,12 +92,10 @@ Result<InspectReport> run_inspect(const InspectOptions& o) {
   }
   r.recall_samples = recalls.size();
   if (!recalls.empty()) {
-    r.recall_median = quantile(recalls, 0.5);
-    r.recall_p10 = quantile(recalls, 0.1);
+    r.recall_median = percentile(recalls, 0.5);
+    r.recall_p10 = percentile(recalls, 0.1);
     r.recall_min = *std::min_element(recalls.begin(), recalls.end());
-    double sum = 0;
-    for (float x : recalls) sum += x;
-    r.recall_mean = sum / static_cast<double>(recalls.size());
+    r.recall_mean = mean_stddev(recalls).mean;
   }
   return r;
 }
@@ -118,7 +108,7 @@ std::string format_inspect_table(const InspectReport& r) {
                     std::to_string(r.policy.dense_layers) + " layers dense\n\n";
   out += "layer  head  entropy  sinks   window  selected  rest    recall p50  recall min\n";
   for (const AttentionHeadProfile& h : r.heads) {
-    const double median = quantile(h.recalls, 0.5);
+    const double median = percentile(h.recalls, 0.5);
     const double lowest =
         h.recalls.empty() ? 0.0 : *std::min_element(h.recalls.begin(), h.recalls.end());
     out += fixed("%5.0f", static_cast<double>(h.layer)) + (h.dense_layer ? "d" : " ") +
@@ -146,7 +136,7 @@ std::string format_inspect_json(const InspectReport& r) {
                      {"window", h.window},
                      {"selected", h.selected},
                      {"rest", h.rest},
-                     {"recall_median", quantile(h.recalls, 0.5)}});
+                     {"recall_median", percentile(h.recalls, 0.5)}});
   }
   nlohmann::ordered_json j = {{"model", r.model_path},
                               {"prompts", r.prompts},

@@ -230,7 +230,7 @@ struct AttentionHeadProfile {
   // the recent window, the pages the selection chooses and the rest (these four sum to 1).
   double entropy = 0;
   double sinks = 0, window = 0, selected = 0, rest = 0;
-  std::vector<float> recalls;  // per position: the mass the selection reads, 1 - rest
+  std::vector<double> recalls;  // per position: the mass the selection reads, 1 - rest
 };
 struct AttentionProfile {
   size_t positions = 0;                     // the prompt's tokens

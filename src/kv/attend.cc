@@ -24,6 +24,7 @@ constexpr size_t kTileQueries = 16;
 std::vector<uint8_t> selecting_queries(const KvCache& cache, size_t layer,
                                        std::span<const QueryPos> queries) {
   std::vector<uint8_t> selects(queries.size(), 0);
+  if (!cache.selects_in(layer)) return selects;
   std::unordered_map<SeqId, size_t> per_seq;
   for (const QueryPos& e : queries) ++per_seq[e.seq];
   for (size_t t = 0; t < queries.size(); ++t) {
@@ -35,6 +36,7 @@ std::vector<uint8_t> selecting_queries(const KvCache& cache, size_t layer,
 
 // Whether some prompt chunk of the batch selects per query, which the tiles cannot.
 bool prompt_selects(const KvCache& cache, size_t layer, std::span<const QueryPos> queries) {
+  if (!cache.selects_in(layer)) return false;
   return std::any_of(queries.begin(), queries.end(), [&](const QueryPos& e) {
     const SparsePolicy& sparse = cache.sparse_for(e.seq);
     return sparse.prefill && sparse.sparse_layer(layer);

@@ -85,7 +85,7 @@ void AttentionProfiler::profile_group(const KvCache& cache, size_t layer, const 
     s.window += mass[1];
     s.selected += mass[2];
     s.rest += mass[3];
-    s.recalls.push_back(static_cast<float>(1.0 - mass[3]));
+    s.recalls.push_back(1.0 - mass[3]);
   }
 }
 

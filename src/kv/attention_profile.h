@@ -23,7 +23,7 @@ struct HeadAttentionStats {
   size_t queries = 0;
   double entropy = 0;                                    // nats: -sum_t p_t ln p_t
   double sinks = 0, window = 0, selected = 0, rest = 0;  // attention mass
-  std::vector<float> recalls;                            // per query: 1 - its rest
+  std::vector<double> recalls;                           // per query: 1 - its rest
 };
 
 class AttentionProfiler final : public AttentionProbe {

@@ -33,6 +33,12 @@ void KvCache::set_sparse(const SparsePolicy& policy) {
   if (sparse_.enabled) pool_.enable_key_summaries();
 }
 
+bool KvCache::selects_in(size_t layer) const {
+  if (sparse_.sparse_layer(layer)) return true;
+  return std::any_of(sequence_sparse_.begin(), sequence_sparse_.end(),
+                     [layer](const auto& entry) { return entry.second.sparse_layer(layer); });
+}
+
 void KvCache::set_sequence_sparse(SeqId seq, const SparsePolicy& policy) {
   assert(!policy.enabled || !pool_.key_summaries().empty());
   sequence_sparse_[seq] = policy;

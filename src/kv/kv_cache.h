@@ -49,6 +49,9 @@ class KvCache {
   // cleared. One that selects needs the summaries sparse() keeps: set_sparse, enabled, first.
   void set_sequence_sparse(SeqId seq, const SparsePolicy& policy);
   void clear_sequence_sparse(SeqId seq) { sequence_sparse_.erase(seq); }
+  // Whether any sequence's policy selects pages in `layer`: when none does, attention skips
+  // every per-query look at the policies.
+  bool selects_in(size_t layer) const;
   const SparsePolicy& sparse_for(SeqId seq) const {
     auto it = sequence_sparse_.find(seq);
     return it == sequence_sparse_.end() ? sparse_ : it->second;
