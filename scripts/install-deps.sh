@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev    # nlohmann-json: JSON for metadata, requests and test vectors
   libpcre2-dev          # PCRE2: Unicode regexes of the BPE pre-tokenizers
   libpng-dev            # libpng: the heatmap of strata eval --task --plot
+  libssl-dev            # OpenSSL's libcrypto: SHA-256 keys of prefix-cache pages and model files
   libboost1.81-dev      # Boost.Beast on Asio (header-only): the server's HTTP/1.1 transport
   libcpp-httplib-dev    # cpp-httplib: the HTTP client of the server's C++ tests
   libgtest-dev libgmock-dev  # GoogleTest: the test suite

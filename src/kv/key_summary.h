@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kv/kv_page.h"
@@ -42,6 +43,10 @@ class KeySummaries {
   // in place: the bounds stay bounds, only looser.
   void add(PageId page, size_t layer, size_t kv_head, const float* k, bool first);
   void copy(PageId from, PageId to);
+  // One page's summaries, every layer and head: page_stride() uint16s (saved prefix pages).
+  std::span<uint16_t> page(PageId page) {
+    return {data_.data() + size_t{page} * page_stride_, page_stride_};
+  }
 
  private:
   uint16_t* mutable_of(PageId page, size_t layer, size_t kv_head) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "base/log.h"
 #include "kernels/kv_format.h"
 
 namespace strata::kv {
@@ -66,10 +67,10 @@ size_t KvCache::pages_needed(SeqId seq, size_t n_positions) const {
 bool KvCache::make_private(SeqPages& s, size_t index) {
   const PageId old = s.pages[index];
   if (pool_.page(old).ref_count <= 1) return true;
-  Result<PageId> copy = pool_.allocate(pool_.page(old).precision);
+  Result<PageId> copy = take_page(pool_.page(old).precision);
   if (!copy.ok()) return false;
   pool_.copy(old, *copy);
-  pool_.release(old);
+  drop(old);
   s.pages[index] = *copy;
   return true;
 }
@@ -88,7 +89,9 @@ Status KvCache::reserve(SeqId seq, size_t n_positions) {
   for (size_t i = s.length / page_size; i < s.pages.size() && i * page_size < n_positions; ++i) {
     make_private(s, i);  // cannot fail: counted in `need`
   }
-  while (s.pages.size() * page_size < n_positions) s.pages.push_back(*pool_.allocate());
+  while (s.pages.size() * page_size < n_positions) {
+    s.pages.push_back(*take_page(pool_.default_precision()));
+  }
   s.length = std::max(s.length, n_positions);
   return ok_status();
 }
@@ -100,12 +103,15 @@ void KvCache::truncate(SeqId seq, size_t n_positions) {
   const size_t keep = (n_positions + page_size - 1) / page_size;
   std::vector<PageId>& pages = it->second.pages;
   while (pages.size() > keep) {
-    pool_.release(pages.back());
+    drop(pages.back());
     pages.pop_back();
   }
+  std::vector<PageKey>& keys = it->second.keys;
+  keys.resize(std::min(keys.size(), n_positions / page_size));
   it->second.length = std::min(it->second.length, n_positions);
   // A shared last page keeps its fill count: the other holders still see those positions.
   if (!pages.empty() && n_positions % page_size != 0 && pool_.page(pages.back()).ref_count == 1) {
+    if (pool_.page(pages.back()).indexed) forget(pages.back());  // no longer the whole page
     KvPage& last = pool_.page(pages.back());
     last.n_filled = std::min<uint32_t>(last.n_filled, n_positions % page_size);
   }
@@ -114,7 +120,10 @@ void KvCache::truncate(SeqId seq, size_t n_positions) {
 void KvCache::remove(SeqId seq) {
   auto it = sequences_.find(seq);
   if (it == sequences_.end()) return;
-  for (PageId id : it->second.pages) pool_.release(id);
+  // Deepest first: the pool hands out the earliest freed first, so a prefix's head, which more
+  // prompts share, outlives its tail.
+  const std::vector<PageId>& pages = it->second.pages;
+  for (auto page = pages.rbegin(); page != pages.rend(); ++page) drop(*page);
   sequences_.erase(it);
 }
 
@@ -127,6 +136,9 @@ void KvCache::fork(SeqId from, SeqId to, size_t n_positions) {
   copy.pages.assign(source.pages.begin(), source.pages.begin() + static_cast<ptrdiff_t>(n));
   for (PageId id : copy.pages) pool_.retain(id);
   copy.length = std::min(n_positions, source.length);
+  copy.root = source.root;
+  copy.keys.assign(source.keys.begin(),
+                   source.keys.begin() + static_cast<ptrdiff_t>(std::min(source.keys.size(), n)));
   sequences_.emplace(to, std::move(copy));
 }
 
@@ -164,6 +176,7 @@ void KvCache::write(SeqId seq, size_t pos, size_t layer, const float* k, const f
     std::abort();
   }
   const PageId id = pages.pages[index];
+  if (pool_.page(id).indexed) forget(id);  // private now, and about to change
   const size_t slot = pos % s.page_size;
   if (rotated_) {  // both rows, every head, rotated into the scratch
     std::copy_n(k, s.n_kv_heads * s.head_dim, scratch_.data());
@@ -190,7 +203,7 @@ void KvCache::write(SeqId seq, size_t pos, size_t layer, const float* k, const f
 
 bool KvCache::recode(SeqPages& s, size_t index, KvPrecision to) {
   const PageId old = s.pages[index];
-  Result<PageId> fresh = pool_.allocate(to);
+  Result<PageId> fresh = take_page(to);
   if (!fresh.ok()) return false;
   const KvShape& sh = shape();
   const size_t n = pool_.page(old).n_filled;
@@ -212,15 +225,23 @@ bool KvCache::recode(SeqPages& s, size_t index, KvPrecision to) {
   // The bounds of the keys as written, not as decoded: the selection scores what attention
   // would have read before the page aged too; the format's error is the tiers' to measure.
   if (!pool_.key_summaries().empty()) pool_.key_summaries().copy(old, *fresh);
-  // Every holder of a shared page sees it at the same index (fork shares a prefix).
+  // A cached prefix page stays findable in its new precision (the root names the tier policy
+  // that put it there), and is saved again as it is now.
+  if (pool_.page(old).indexed) {
+    prefix_.move(old, *fresh);
+    pool_.page(old).indexed = pool_.page(old).saved = false;
+    pool_.page(*fresh).indexed = true;
+  }
+  // Every holder of a shared page sees it at the same index (fork and prefix caching share a
+  // prefix).
   for (auto& [id, other] : sequences_) {
     if (&other == &s || index >= other.pages.size() || other.pages[index] != old) continue;
     other.pages[index] = *fresh;
     pool_.retain(*fresh);
-    pool_.release(old);
+    drop(old);
   }
   s.pages[index] = *fresh;
-  pool_.release(old);
+  drop(old);
   return true;
 }
 
@@ -242,6 +263,139 @@ size_t KvCache::age(SeqId seq) {
     if (recode(s, i, *target)) ++recoded;
   }
   return recoded;
+}
+
+Result<PageId> KvCache::take_page(KvPrecision precision) {
+  Result<PageId> id = pool_.allocate(precision);
+  if (id.ok() && pool_.page(*id).indexed) forget(*id);
+  return id;
+}
+
+void KvCache::drop(PageId id) {
+  pool_.release(id);
+  const KvPage& page = pool_.page(id);
+  if (page.ref_count == 0 && page.indexed && store_ && !page.saved) save(id);
+}
+
+void KvCache::forget(PageId id) {
+  KvPage& page = pool_.page(id);
+  if (page.saved) store_->remove(prefix_.entry(id)->key);
+  prefix_.erase(id);
+  page.indexed = page.saved = false;
+}
+
+void KvCache::save(PageId id) {
+  std::span<const uint16_t> summary;
+  if (!pool_.key_summaries().empty()) summary = pool_.key_summaries().page(id);
+  Status saved =
+      store_->save(*prefix_.entry(id), pool_.page(id).precision, pool_.data(id), summary);
+  if (saved.ok()) {
+    pool_.page(id).saved = true;
+  } else if (!save_failed_) {
+    save_failed_ = true;  // once: a full disk would otherwise warn at every page
+    log_warn("the prefix cache cannot save pages to disk: " + saved.error().message);
+  }
+}
+
+PageKey KvCache::sequence_root(std::string_view salt) const {
+  return salt.empty() ? root_ : salted_key(root_, salt);
+}
+
+void KvCache::enable_prefix_cache(const PageKey& root, std::unique_ptr<PrefixStore> store) {
+  prefix_caching_ = true;
+  root_ = root;
+  store_ = std::move(store);
+  if (store_) {
+    loaded_ = store_->load([this](SavedPage&& page) { return load_saved(std::move(page)); });
+  }
+}
+
+bool KvCache::load_saved(SavedPage&& saved) {
+  const size_t summary = pool_.key_summaries().empty() ? 0 : pool_.key_summaries().page_stride();
+  if (!pool_.has_precision(saved.precision) || saved.summary.size() != summary ||
+      prefix_.find(saved.entry.key, saved.entry.parent, saved.entry.tokens)) {
+    return false;
+  }
+  Result<PageId> id = take_page(saved.precision);
+  if (!id.ok()) return false;
+  std::memcpy(pool_.data(*id).data(), saved.data.data(), saved.data.size());
+  if (summary > 0) {
+    std::copy(saved.summary.begin(), saved.summary.end(), pool_.key_summaries().page(*id).begin());
+  }
+  KvPage& page = pool_.page(*id);
+  page.n_filled = static_cast<uint32_t>(shape().page_size);
+  prefix_.insert(*id, std::move(saved.entry));
+  page.indexed = page.saved = true;
+  drop(*id);  // free and findable, the newest last to go
+  return true;
+}
+
+size_t KvCache::cached_prefix(std::span<const int32_t> tokens, std::string_view salt,
+                              size_t max_positions) const {
+  if (!prefix_caching_) return 0;
+  const size_t page_size = shape().page_size;
+  PageKey parent = sequence_root(salt);
+  size_t n = 0;
+  while ((n + 1) * page_size <= std::min(max_positions, tokens.size())) {
+    const std::span<const int32_t> page = tokens.subspan(n * page_size, page_size);
+    const PageKey key = chain_key(parent, page);
+    if (!prefix_.find(key, parent, page)) break;
+    parent = key;
+    ++n;
+  }
+  return n * page_size;
+}
+
+size_t KvCache::attach_prefix(SeqId seq, std::span<const int32_t> tokens, std::string_view salt,
+                              size_t max_positions) {
+  if (!prefix_caching_) return 0;
+  assert(!contains(seq));
+  const size_t page_size = shape().page_size;
+  SeqPages& s = sequences_[seq];
+  s.root = sequence_root(salt);
+  while ((s.pages.size() + 1) * page_size <= std::min(max_positions, tokens.size())) {
+    const PageKey& parent = s.keys.empty() ? s.root : s.keys.back();
+    const std::span<const int32_t> page = tokens.subspan(s.pages.size() * page_size, page_size);
+    const PageKey key = chain_key(parent, page);
+    const std::optional<PageId> id = prefix_.find(key, parent, page);
+    if (!id) break;
+    pool_.retain(*id);  // a free page leaves the free list
+    s.pages.push_back(*id);
+    s.keys.push_back(key);
+  }
+  s.length = s.pages.size() * page_size;
+  return s.length;
+}
+
+void KvCache::index(SeqId seq, std::span<const int32_t> tokens, size_t n_positions) {
+  if (!prefix_caching_) return;
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return;
+  SeqPages& s = it->second;
+  const size_t page_size = shape().page_size;
+  const size_t full = std::min({n_positions, s.length, tokens.size()}) / page_size;
+  while (s.keys.size() < full) {
+    const size_t i = s.keys.size();
+    const PageKey& parent = i == 0 ? s.root : s.keys.back();
+    const std::span<const int32_t> page = tokens.subspan(i * page_size, page_size);
+    PrefixEntry entry{chain_key(parent, page), parent, {page.begin(), page.end()}};
+    s.keys.push_back(entry.key);
+    // A page another sequence computed first keeps the key; this copy stays unindexed.
+    KvPage& p = pool_.page(s.pages[i]);
+    if (!p.indexed && prefix_.insert(s.pages[i], std::move(entry))) p.indexed = true;
+  }
+}
+
+size_t KvCache::save_prefix_cache() {
+  if (!store_) return 0;
+  size_t n = 0;
+  for (PageId id = 0; id < pool_.n_pages(); ++id) {
+    if (pool_.page(id).indexed && !pool_.page(id).saved) {
+      save(id);
+      n += pool_.page(id).saved ? 1 : 0;
+    }
+  }
+  return n;
 }
 
 size_t KvCache::stored_positions() const {

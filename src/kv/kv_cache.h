@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -13,6 +15,8 @@
 #include "kv/kv_pool.h"
 #include "kv/kv_tiers.h"
 #include "kv/page_selection.h"
+#include "kv/prefix_index.h"
+#include "kv/prefix_store.h"
 
 namespace strata::kv {
 
@@ -103,11 +107,47 @@ class KvCache {
   // per token and compression against f16 (the pool gives the pages' bytes).
   size_t stored_positions() const;
 
+  // Prefix caching (kv/prefix_index.h): full pages become findable by their content, under keys
+  // chained from `root` (kv/page_key.h), and stay so after their sequences end until the pool
+  // needs them. With a store, such pages are also saved to disk, and those saved by an earlier
+  // run with the same root are loaded now.
+  void enable_prefix_cache(const PageKey& root, std::unique_ptr<PrefixStore> store = nullptr);
+  bool prefix_caching() const { return prefix_caching_; }
+  // Positions at the start of `tokens` that cached pages hold (whole pages, at most
+  // max_positions), for a request with cache salt `salt` ("" for none).
+  size_t cached_prefix(std::span<const int32_t> tokens, std::string_view salt,
+                       size_t max_positions) const;
+  // Starts sequence `seq` (which must not exist) holding those pages, shared; returns their
+  // positions. Its full pages are indexed under the same salt as they are computed (index).
+  size_t attach_prefix(SeqId seq, std::span<const int32_t> tokens, std::string_view salt,
+                       size_t max_positions);
+  // Positions [0, n_positions) of seq now hold the keys and values of `tokens`: its full pages
+  // among them become findable. Call after they are written.
+  void index(SeqId seq, std::span<const int32_t> tokens, size_t n_positions);
+  // Saves every indexed page the store does not have yet (at shutdown: pages of sequences still
+  // running are saved only here); returns the pages written.
+  size_t save_prefix_cache();
+  const PrefixIndex& prefix_index() const { return prefix_; }
+  // Pages loaded from the store when prefix caching was enabled.
+  const PrefixStore::LoadCounts& loaded_pages() const { return loaded_; }
+
  private:
   struct SeqPages {
     std::vector<PageId> pages;
     size_t length = 0;
+    // With prefix caching: the chain's start (the salted root) and the keys of its first full
+    // pages, as far as index() has seen them.
+    PageKey root;
+    std::vector<PageKey> keys;
   };
+  // A free page of `precision`; one still indexed leaves the index (its contents are given up).
+  Result<PageId> take_page(KvPrecision precision);
+  // Drops one holder of a page; an indexed page nobody holds now goes to the store.
+  void drop(PageId id);
+  void forget(PageId id);
+  void save(PageId id);
+  bool load_saved(SavedPage&& page);
+  PageKey sequence_root(std::string_view salt) const;
   // Gives seq its own copy of its page `index` if others hold it too; false when no page is free.
   bool make_private(SeqPages& s, size_t index);
   size_t shared_pages_in(const SeqPages& s, size_t from, size_t to) const;
@@ -125,6 +165,12 @@ class KvCache {
   AttentionProbe* probe_ = nullptr;
   std::vector<float> scratch_;  // rotated rows (write) and decoded blocks (recode)
   std::unordered_map<SeqId, SeqPages> sequences_;
+  bool prefix_caching_ = false;
+  PageKey root_;
+  PrefixIndex prefix_;
+  std::unique_ptr<PrefixStore> store_;
+  PrefixStore::LoadCounts loaded_;
+  bool save_failed_ = false;
 };
 
 }  // namespace strata::kv

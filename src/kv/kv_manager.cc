@@ -2,7 +2,13 @@
 
 namespace strata::kv {
 
-size_t KvManager::computed_prefix(std::span<const int32_t> tokens) const { return 0; }
+size_t KvManager::computed_prefix(std::span<const int32_t> tokens, std::string_view salt) const {
+  return tokens.empty() ? 0 : cache_.cached_prefix(tokens, salt, tokens.size() - 1);
+}
+
+size_t KvManager::attach_prefix(SeqId seq, std::span<const int32_t> tokens, std::string_view salt) {
+  return tokens.empty() ? 0 : cache_.attach_prefix(seq, tokens, salt, tokens.size() - 1);
+}
 
 std::optional<std::span<const PageId>> KvManager::allocate(SeqId seq, size_t n_tokens) {
   cache_.age(seq);  // pages that aged out of the hot window since the last step leave it first

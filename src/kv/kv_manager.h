@@ -2,17 +2,16 @@
 // never pages): how much of a prompt is already cached, room for n more tokens or "not now",
 // and giving room back. The pages themselves stay behind this class and KvCache.
 //
-// Where later features plug in:
-//  - prefix caching: computed_prefix() looks the prompt's page hashes up in a radix tree and
-//    allocate() starts the sequence with those pages shared (KvCache::fork does the sharing,
-//    and copy-on-write keeps shared pages intact);
-//  - precision tiers: the pool already has one arena per precision; re-encoding older pages to a
-//    lower tier moves them between arenas here, off the step's critical path.
+// Prefix caching: a prompt starts on the pages of the longest cached run of whole pages that
+// begins it (attach_prefix), shared with whoever else holds them; as a sequence's pages fill
+// (computed), they become findable for later prompts, and stay so after the sequence ends until
+// the pool needs them (kv/prefix_index.h).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 
 #include "kv/kv_cache.h"
 
@@ -26,9 +25,28 @@ class KvManager {
   KvCache& cache() { return cache_; }
   const KvCache& cache() const { return cache_; }
 
-  // Leading tokens of `tokens` whose keys and values are already cached and can be shared.
-  // 0 until prefix caching exists.
-  size_t computed_prefix(std::span<const int32_t> tokens) const;
+  // Leading tokens of `tokens` whose keys and values are cached and can be shared, for a request
+  // with cache salt `salt`: whole pages, and never the last token (its logits are wanted). 0
+  // without prefix caching.
+  size_t computed_prefix(std::span<const int32_t> tokens, std::string_view salt = {}) const;
+  // Starts seq (holding no pages) on those pages; returns the positions they hold.
+  size_t attach_prefix(SeqId seq, std::span<const int32_t> tokens, std::string_view salt = {});
+  // Positions [0, n_positions) of seq now hold the keys and values of `tokens` (after the forward
+  // pass that wrote them): its full pages among them become findable.
+  void computed(SeqId seq, std::span<const int32_t> tokens, size_t n_positions) {
+    cache_.index(seq, tokens, n_positions);
+  }
+  // Prefix cache lookups of admitted sequences, in tokens (vLLM's prefix_cache_queries and
+  // prefix_cache_hits): the prompt tokens looked up and those found.
+  struct PrefixCounters {
+    uint64_t queries = 0;
+    uint64_t hits = 0;
+  };
+  void count_prefix_lookup(size_t queried, size_t hit) {
+    prefix_counters_.queries += queried;
+    prefix_counters_.hits += hit;
+  }
+  const PrefixCounters& prefix_counters() const { return prefix_counters_; }
 
   // Room for n_tokens more positions after seq's current length (a new sequence has length 0):
   // the sequence's page table, or nullopt for "not now" (nothing was taken: wait, or free
@@ -47,6 +65,7 @@ class KvManager {
 
  private:
   KvCache cache_;
+  PrefixCounters prefix_counters_;
 };
 
 }  // namespace strata::kv

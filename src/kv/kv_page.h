@@ -58,6 +58,10 @@ struct KvPage {
   uint8_t arena = 0;       // index of the pool's arena that holds the data
   uint32_t ref_count = 0;  // sequences holding the page; shared prefix pages have more than one
   uint32_t n_filled = 0;   // positions written, from the page's start
+  // In the prefix index (kv/prefix_index.h): full, immutable, findable by content even with no
+  // holder left; saved to the prefix store once (`saved`) when there is one.
+  bool indexed = false;
+  bool saved = false;
 };
 
 // Read/write access to one page's data for one layer and KV head.

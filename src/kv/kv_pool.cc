@@ -13,14 +13,13 @@ KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas) : shape_
   assert(!arenas.empty());
   for (const ArenaSpec& spec : arenas) {
     assert(find(spec.precision) == nullptr);
-    Arena a{spec.precision,
-            page_bytes(shape, spec.precision),
-            static_cast<PageId>(pages_.size()),
-            AlignedBuffer<unsigned char>(page_bytes(shape, spec.precision) * spec.n_pages),
-            {}};
+    Arena a{spec.precision, page_bytes(shape, spec.precision), static_cast<PageId>(pages_.size()),
+            AlignedBuffer<unsigned char>(page_bytes(shape, spec.precision) * spec.n_pages)};
     for (size_t i = 0; i < spec.n_pages; ++i) {
-      a.free.push_back(static_cast<PageId>(pages_.size()));
+      const auto id = static_cast<PageId>(pages_.size());
       pages_.push_back(KvPage{spec.precision, static_cast<uint8_t>(arenas_.size()), 0, 0});
+      links_.emplace_back();
+      push_back(a, id);
     }
     arenas_.push_back(std::move(a));
   }
@@ -40,15 +39,37 @@ KvPool::Arena* KvPool::find(KvPrecision precision) {
   return nullptr;
 }
 
+void KvPool::push_front(Arena& a, PageId id) {
+  links_[id] = {kNoPage, a.head};
+  (a.head == kNoPage ? a.tail : links_[a.head].prev) = id;
+  a.head = id;
+  ++a.n_free;
+}
+
+void KvPool::push_back(Arena& a, PageId id) {
+  links_[id] = {a.tail, kNoPage};
+  (a.tail == kNoPage ? a.head : links_[a.tail].next) = id;
+  a.tail = id;
+  ++a.n_free;
+}
+
+void KvPool::unlink(Arena& a, PageId id) {
+  const Link l = links_[id];
+  (l.prev == kNoPage ? a.head : links_[l.prev].next) = l.next;
+  (l.next == kNoPage ? a.tail : links_[l.next].prev) = l.prev;
+  links_[id] = {};
+  --a.n_free;
+}
+
 size_t KvPool::free_pages() const {
   size_t n = 0;
-  for (const Arena& a : arenas_) n += a.free.size();
+  for (const Arena& a : arenas_) n += a.n_free;
   return n;
 }
 
 size_t KvPool::free_pages(KvPrecision precision) const {
   const Arena* a = find(precision);
-  return a ? a->free.size() : 0;
+  return a ? a->n_free : 0;
 }
 
 size_t KvPool::n_pages(KvPrecision precision) const {
@@ -72,14 +93,14 @@ Result<PageId> KvPool::allocate() { return allocate(default_precision()); }
 
 Result<PageId> KvPool::allocate(KvPrecision precision) {
   Arena* a = find(precision);
-  if (a == nullptr || a->free.empty()) {
+  if (a == nullptr || a->n_free == 0) {
     return make_error(ErrorCode::kOutOfRange,
                       "KV cache is full (" + std::to_string(n_pages()) + " pages of " +
                           std::to_string(shape_.page_size) +
                           " tokens); raise the context size or run fewer sequences at once");
   }
-  const PageId id = a->free.front();
-  a->free.pop_front();
+  const PageId id = a->head;
+  unlink(*a, id);
   KvPage& p = pages_[id];
   p.ref_count = 1;
   p.n_filled = 0;
@@ -87,19 +108,30 @@ Result<PageId> KvPool::allocate(KvPrecision precision) {
 }
 
 void KvPool::retain(PageId id) {
-  assert(pages_[id].ref_count > 0);
-  ++pages_[id].ref_count;
+  KvPage& p = pages_[id];
+  assert(p.ref_count > 0 || p.indexed);  // only a cached prefix is taken back from the free list
+  if (p.ref_count++ == 0) unlink(arenas_[p.arena], id);
 }
 
 void KvPool::release(PageId id) {
   KvPage& p = pages_[id];
   assert(p.ref_count > 0);
-  if (--p.ref_count == 0) arenas_[p.arena].free.push_back(id);
+  if (--p.ref_count > 0) return;
+  Arena& a = arenas_[p.arena];
+  if (p.indexed) {
+    push_back(a, id);
+  } else {
+    push_front(a, id);
+  }
 }
 
 unsigned char* KvPool::page_data(PageId id) {
   Arena& a = arenas_[pages_[id].arena];
   return a.data.data() + static_cast<size_t>(id - a.first) * a.page_bytes;
+}
+
+std::span<unsigned char> KvPool::data(PageId id) {
+  return {page_data(id), arenas_[pages_[id].arena].page_bytes};
 }
 
 void KvPool::copy(PageId from, PageId to) {

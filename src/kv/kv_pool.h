@@ -1,10 +1,15 @@
 // A fixed pool of KV pages allocated once, one arena per precision; pages are handed to sequences
 // on demand and returned when a sequence ends. Allocation never touches the operating system
 // after construction.
+//
+// Free pages wait in one list per arena, in the order they are handed out again: pages nobody
+// indexed first (their contents are worth nothing), then pages of the prefix cache least recently
+// freed first (a sequence gives its pages back deepest first, so a prefix's tail goes before its
+// head). A free indexed page can be taken back from the middle of the list (reclaim) when a
+// prompt finds it.
 #pragma once
 
 #include <cstddef>
-#include <deque>
 #include <span>
 #include <vector>
 
@@ -44,12 +49,11 @@ class KvPool {
   KvPrecision default_precision() const { return arenas_.front().precision; }
   bool has_precision(KvPrecision precision) const { return find(precision) != nullptr; }
 
-  // A free page with ref_count 1, or kOutOfRange when the arena is exhausted. Freed pages are
-  // handed out again least recently freed first (FIFO), so a just-freed page, the likeliest to
-  // be asked for again as a cached prefix, stays intact longest.
+  // The first free page with ref_count 1, or kOutOfRange when the arena is exhausted. The page
+  // may still be `indexed`: its owner (KvCache) drops it from the prefix index.
   Result<PageId> allocate();
   Result<PageId> allocate(KvPrecision precision);
-  // Adds a holder to a page (prefix sharing).
+  // Adds a holder to a page (prefix sharing); a free page leaves the free list.
   void retain(PageId id);
   // Drops a holder; the page returns to its arena's free list when none is left.
   void release(PageId id);
@@ -65,6 +69,8 @@ class KvPool {
   const KvPage& page(PageId id) const { return pages_[id]; }
   KvPage& page(PageId id) { return pages_[id]; }
   KvHeadView head(PageId id, size_t layer, size_t kv_head);
+  // A page's bytes, every layer (kv_page.h's layout in its precision).
+  std::span<unsigned char> data(PageId id);
   // The keys of (layer, kv_head) in a page, read-only: [page_size][head_dim] in its precision.
   const void* key_block(PageId id, size_t layer, size_t kv_head) const;
 
@@ -74,15 +80,24 @@ class KvPool {
     size_t page_bytes;
     PageId first;  // its pages are [first, first + n_pages)
     AlignedBuffer<unsigned char> data;
-    std::deque<PageId> free;  // FIFO
+    // The free list, linked through links_: handed out from the head.
+    PageId head = kNoPage, tail = kNoPage;
+    size_t n_free = 0;
+  };
+  struct Link {
+    PageId prev = kNoPage, next = kNoPage;
   };
   const Arena* find(KvPrecision precision) const;
   Arena* find(KvPrecision precision);
   unsigned char* page_data(PageId id);
+  void push_front(Arena& a, PageId id);
+  void push_back(Arena& a, PageId id);
+  void unlink(Arena& a, PageId id);
 
   KvShape shape_;
   std::vector<Arena> arenas_;
   std::vector<KvPage> pages_;
+  std::vector<Link> links_;  // per page, while it is free
   KeySummaries summaries_;
 };
 

@@ -1,5 +1,5 @@
-// The KV manager and the pool behaviours it relies on: FIFO page reuse, copy-on-write, one arena
-// per precision, allocate's "not now", truncate, and kv::attend's thread plan.
+// The KV manager and the pool behaviours it relies on: the order of page reuse, copy-on-write, one
+// arena per precision, allocate's "not now", truncate, and kv::attend's thread plan.
 #include "kv/kv_manager.h"
 
 #include <gtest/gtest.h>
@@ -21,16 +21,36 @@ std::vector<ArenaSpec> one_arena(size_t n_pages, KvPrecision p = KvPrecision::kF
   return {{p, n_pages}};
 }
 
-TEST(KvPoolTest, FreedPagesAreReusedLeastRecentlyFreedFirst) {
-  KvPool pool(small_shape(), 4, KvPrecision::kF32);
+TEST(KvPoolTest, FreedPagesNobodyIndexedGoFirstThenIndexedLeastRecentlyFreed) {
+  KvPool pool(small_shape(), 5, KvPrecision::kF32);
   std::vector<PageId> ids;
-  for (int i = 0; i < 4; ++i) ids.push_back(*pool.allocate());
-  pool.release(ids[2]);
-  pool.release(ids[0]);
+  for (int i = 0; i < 5; ++i) ids.push_back(*pool.allocate());
+  // ids[1], ids[3] and ids[4] hold cached prefixes; ids[0] and ids[2] hold nothing worth keeping.
+  for (int i : {1, 3, 4}) pool.page(ids[i]).indexed = true;
   pool.release(ids[3]);
-  EXPECT_EQ(*pool.allocate(), ids[2]);
+  pool.release(ids[0]);
+  pool.release(ids[1]);
+  pool.release(ids[2]);
+  pool.release(ids[4]);
+  EXPECT_EQ(*pool.allocate(), ids[2]);  // unindexed: the latest freed first, they are all alike
   EXPECT_EQ(*pool.allocate(), ids[0]);
-  EXPECT_EQ(*pool.allocate(), ids[3]);
+  EXPECT_EQ(*pool.allocate(), ids[3]);  // indexed: least recently freed first
+  EXPECT_EQ(*pool.allocate(), ids[1]);
+  EXPECT_EQ(*pool.allocate(), ids[4]);
+}
+
+TEST(KvPoolTest, RetainTakesAFreeIndexedPageBackFromTheMiddleOfTheList) {
+  KvPool pool(small_shape(), 3, KvPrecision::kF32);
+  std::vector<PageId> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(*pool.allocate());
+  for (PageId id : ids) pool.page(id).indexed = true;
+  for (PageId id : ids) pool.release(id);
+  pool.retain(ids[1]);
+  EXPECT_EQ(pool.page(ids[1]).ref_count, 1u);
+  EXPECT_EQ(pool.free_pages(), 2u);
+  EXPECT_EQ(*pool.allocate(), ids[0]);
+  EXPECT_EQ(*pool.allocate(), ids[2]);
+  EXPECT_FALSE(pool.allocate().ok());
 }
 
 TEST(KvPoolTest, EachPrecisionHasItsOwnArenaAndByteSize) {
