@@ -49,6 +49,13 @@ Command add_bench_command(CLI::App& app) {
                   "tokens per forward pass (prompt chunks and decode tokens together), as serve's")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  sub->add_option("--prefix-cache", o.prefix_cache_tokens,
+                  "tokens of a shared system prompt: time to first token with it cold, warm "
+                  "(another question) and over a chat of --turns turns, with prefix caching")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--turns", o.prefix_cache_turns, "turns of the --prefix-cache conversation")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--seed", o.seed, "seed of the random prompt tokens");
   sub->add_flag("!--no-bandwidth", o.measure_bandwidth,
                 "skip the STREAM-like memory read test (decode's bandwidth ceiling)");

@@ -118,6 +118,10 @@ Command add_chat_command(CLI::App& app) {
   auto f = std::make_shared<ChatFlags>();
   CLI::App* sub = app.add_subcommand("chat", "chat with a model in the terminal");
   add_model_flags(*sub, f->engine);
+  // Each turn resends the whole conversation: its earlier turns come from the prefix cache.
+  f->engine.prefix_cache.enabled = true;
+  sub->add_flag("--no-prefix-cache{false}", f->engine.prefix_cache.enabled,
+                "compute the whole conversation again at every turn");
   sub->add_option("-n,--n-predict", f->n_predict, "tokens per answer at most")
       ->check(CLI::PositiveNumber);
   sub->add_option("--temp", f->sampling.temperature, "temperature (0: greedy)")

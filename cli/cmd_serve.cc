@@ -96,6 +96,13 @@ Command add_serve_command(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
   CLI::App* sub = app.add_subcommand("serve", "serve a model over an OpenAI-compatible HTTP API");
   add_model_flags(*sub, f->engine);
+  f->engine.prefix_cache.enabled = true;
+  sub->add_flag("--no-prefix-cache{false}", f->engine.prefix_cache.enabled,
+                "compute every prompt whole instead of reusing the cached pages of a prefix an "
+                "earlier request had");
+  sub->add_option("--kv-cache-dir", f->engine.prefix_cache.dir,
+                  "folder that keeps prefix-cache pages across restarts (pages of another model "
+                  "or KV configuration there are ignored)");
   sub->add_option("--host", f->http.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", f->http.port, "port to listen on (0: any free port)")
       ->check(CLI::Range(0, 65535))

@@ -44,6 +44,7 @@ struct Collector {
   ToolCallFormat tool_format = ToolCallFormat::kGeneric;
   std::vector<ChoiceState> choices;
   size_t prompt_tokens = 0;
+  size_t cached_tokens = 0;  // of prompt_tokens, found in the prefix cache
   size_t n_finished = 0;
   std::optional<Error> error;  // a choice failed; the response is an error
 
@@ -51,6 +52,10 @@ struct Collector {
   void add(const ChoiceEvent& e, std::string& text, std::vector<LogprobEntry>& entries) {
     ChoiceState& c = choices[e.choice];
     const TokenEvent& t = e.event;
+    if (t.admitted) {
+      cached_tokens += t.cached_tokens;
+      return;
+    }
     if (t.token >= 0) {
       ++c.completion_tokens;
       const bool end_of_generation = t.finish == FinishReason::kStop && t.text.empty();
@@ -88,7 +93,7 @@ struct Collector {
   }
   bool done() const { return n_finished == choices.size(); }
   Usage usage() const {
-    Usage u{prompt_tokens, 0};
+    Usage u{prompt_tokens, 0, cached_tokens};
     for (const ChoiceState& c : choices) u.completion_tokens += c.completion_tokens;
     return u;
   }
@@ -263,7 +268,7 @@ void respond_stream(Job& job, Collector& collector, const ResponseHeader& header
         exchange.end_stream();
         return;
       }
-      out += stream_chunks(collector, header, e, text, entries);
+      if (!e.event.admitted) out += stream_chunks(collector, header, e, text, entries);
     } while (job.next(e, std::chrono::milliseconds(0)));
     if (collector.done()) {
       if (header.include_usage) out += sse_event(usage_chunk(header, collector.usage()));

@@ -153,6 +153,7 @@ void EngineWorker::on_event(Sequence& seq, const TokenEvent& event) {
   const Clock::time_point now = Clock::now();
   if (event.admitted) {
     if (metrics_) metrics_->observe_queue_time(seconds_between(seq.job->arrival(), now));
+    seq.job->push({seq.choice, event});  // its cached_tokens go into the reply's usage
     return;
   }
   if (event.token >= 0 && metrics_) {
@@ -281,6 +282,9 @@ void EngineWorker::run() {
     if (!seq.finished) engine_->cancel(seq.id);
   }
   sequences_.clear();
+  // With --kv-cache-dir, the prefix pages not on disk yet go there for the next start.
+  const size_t saved = engine_->save_prefix_cache();
+  if (saved > 0) std::fprintf(stderr, "saved %zu prefix cache pages\n", saved);
   std::vector<std::shared_ptr<Job>> refused;
   {
     std::lock_guard<std::mutex> lock(mutex_);

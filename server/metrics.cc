@@ -127,34 +127,10 @@ void Metrics::observe_queue_time(double seconds) {
   queue_.observe(seconds);
 }
 
-std::string Metrics::render(const EngineLoad& load) const {
-  std::string out;
-  std::lock_guard<std::mutex> lock(mutex_);
-  header(out, "strata:http_requests_total", "counter", "HTTP requests by endpoint and status.");
-  for (const auto& [key, count] : requests_) {
-    sample(
-        out, "strata:http_requests_total",
-        "endpoint=\"" + label_value(key.first) + "\",status=\"" + std::to_string(key.second) + "\"",
-        static_cast<double>(count));
-  }
-  header(out, "strata:prompt_tokens_total", "counter", "Prompt tokens submitted to the engine.");
-  sample(out, "strata:prompt_tokens_total", "", static_cast<double>(prompt_tokens_));
-  header(out, "strata:generation_tokens_total", "counter", "Tokens generated.");
-  sample(out, "strata:generation_tokens_total", "", static_cast<double>(generation_tokens_));
+namespace {
 
-  header(out, "strata:time_to_first_token_seconds", "histogram",
-         "Request arrival to its first generated token.");
-  ttft_.render("strata:time_to_first_token_seconds", out);
-  header(out, "strata:inter_token_latency_seconds", "histogram",
-         "Time between consecutive tokens of one sequence.");
-  itl_.render("strata:inter_token_latency_seconds", out);
-  header(out, "strata:e2e_request_latency_seconds", "histogram",
-         "Request arrival to its last token.");
-  e2e_.render("strata:e2e_request_latency_seconds", out);
-  header(out, "strata:request_queue_time_seconds", "histogram",
-         "Request arrival to the end of the engine step that first schedules it.");
-  queue_.render("strata:request_queue_time_seconds", out);
-
+// The engine's gauges and counters at this scrape: sequences, KV pages and bytes, prefix cache.
+void render_engine_load(const EngineLoad& load, std::string& out) {
   header(out, "strata:num_requests_running", "gauge", "Sequences holding KV pages.");
   sample(out, "strata:num_requests_running", "", static_cast<double>(load.running));
   header(out, "strata:num_requests_waiting", "gauge", "Sequences waiting for a slot.");
@@ -184,6 +160,49 @@ std::string Metrics::render(const EngineLoad& load) const {
          load.kv_bytes_used
              ? static_cast<double>(load.kv_f16_bytes) / static_cast<double>(load.kv_bytes_used)
              : 1.0);
+  header(out, "strata:prefix_cache_queries_total", "counter",
+         "Prompt tokens looked up in the prefix cache (admitted sequences).");
+  sample(out, "strata:prefix_cache_queries_total", "",
+         static_cast<double>(load.prefix_cache_queries));
+  header(out, "strata:prefix_cache_hits_total", "counter",
+         "Prompt tokens found in the prefix cache, their keys and values not computed again.");
+  sample(out, "strata:prefix_cache_hits_total", "", static_cast<double>(load.prefix_cache_hits));
+  header(out, "strata:prefix_cache_pages", "gauge",
+         "KV pages findable by their content (in use or free until reused).");
+  sample(out, "strata:prefix_cache_pages", "", static_cast<double>(load.prefix_cache_pages));
+}
+
+}  // namespace
+
+std::string Metrics::render(const EngineLoad& load) const {
+  std::string out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  header(out, "strata:http_requests_total", "counter", "HTTP requests by endpoint and status.");
+  for (const auto& [key, count] : requests_) {
+    sample(
+        out, "strata:http_requests_total",
+        "endpoint=\"" + label_value(key.first) + "\",status=\"" + std::to_string(key.second) + "\"",
+        static_cast<double>(count));
+  }
+  header(out, "strata:prompt_tokens_total", "counter", "Prompt tokens submitted to the engine.");
+  sample(out, "strata:prompt_tokens_total", "", static_cast<double>(prompt_tokens_));
+  header(out, "strata:generation_tokens_total", "counter", "Tokens generated.");
+  sample(out, "strata:generation_tokens_total", "", static_cast<double>(generation_tokens_));
+
+  header(out, "strata:time_to_first_token_seconds", "histogram",
+         "Request arrival to its first generated token.");
+  ttft_.render("strata:time_to_first_token_seconds", out);
+  header(out, "strata:inter_token_latency_seconds", "histogram",
+         "Time between consecutive tokens of one sequence.");
+  itl_.render("strata:inter_token_latency_seconds", out);
+  header(out, "strata:e2e_request_latency_seconds", "histogram",
+         "Request arrival to its last token.");
+  e2e_.render("strata:e2e_request_latency_seconds", out);
+  header(out, "strata:request_queue_time_seconds", "histogram",
+         "Request arrival to the end of the engine step that first schedules it.");
+  queue_.render("strata:request_queue_time_seconds", out);
+
+  render_engine_load(load, out);
 
   const double now = now_seconds();
   const std::string window = "window=\"" + std::to_string(ttft_window_.window_seconds()) + "s\"";

@@ -281,6 +281,8 @@ void parse_common(Fields& f, CompletionRequest& r) {
   parse_logit_bias(f, s.logit_bias);
   parse_constraint(f, r.generation.constraint);
   parse_attention(f, r.generation.attention);
+  // Requests with different salts never share cached prompt pages (vLLM's extension).
+  f.string("cache_salt", r.generation.cache_salt);
 }
 
 // OpenAI content: a string, or an array of parts of which strata reads the text ones.

@@ -58,7 +58,8 @@ json logprobs_json(bool chat, const std::vector<LogprobEntry>* entries) {
 json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 json finish_json(FinishReason reason, bool tool_calls = false) {

@@ -35,6 +35,7 @@ struct LogprobEntry {
 struct Usage {
   size_t prompt_tokens = 0;
   size_t completion_tokens = 0;
+  size_t cached_tokens = 0;  // prompt_tokens_details.cached_tokens: found in the prefix cache
 };
 
 struct ChoiceResult {

@@ -105,6 +105,17 @@ struct KvCachePolicy {
   SparseAttentionPolicy sparse;
 };
 
+// Prefix caching: a prompt that begins as an earlier one did reuses the keys and values of those
+// whole pages instead of computing them again (vLLM's automatic prefix caching). Outputs are the
+// same with or without it: the pages hold what the model would compute again.
+struct PrefixCacheOptions {
+  bool enabled = false;  // the server's default is on (--no-prefix-cache); run and bench off
+  // A folder that keeps the cached pages across restarts (--kv-cache-dir); "" for none. Pages
+  // saved by another model or KV configuration are ignored there, torn ones skipped with a
+  // warning.
+  std::string dir;
+};
+
 struct EngineOptions {
   std::string model_path;
   int threads = 0;        // 0: one per hardware thread; at most kMaxThreads (strata/threads.h)
@@ -121,6 +132,7 @@ struct EngineOptions {
   // memory-mapped file keeps GGUF order.
   bool interleave_weights = true;
   KvCachePolicy kv;
+  PrefixCacheOptions prefix_cache;
   // Requests that may wait for a free sequence slot; past it submit() fails with kUnavailable
   // at once. 0: no limit.
   int max_waiting = 0;
@@ -154,6 +166,9 @@ struct GenerationRequest {
   // pages and starts running: the end of its time in the queue.
   bool report_admission = false;
   SparseAttentionOverride attention;
+  // Requests with different salts never share cached prefix pages (the OpenAI-style `cache_salt`
+  // extension: tenants apart); "" shares with every other unsalted request.
+  std::string cache_salt;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -175,7 +190,8 @@ struct TokenEvent {
   FinishReason finish = FinishReason::kNone;
   std::string error;                            // with kError
   ErrorCode error_code = ErrorCode::kInternal;  // with kError: the kind of failure
-  bool admitted = false;  // GenerationRequest::report_admission's event: no token, no finish
+  bool admitted = false;     // GenerationRequest::report_admission's event: no token, no finish
+  size_t cached_tokens = 0;  // with `admitted`: prompt tokens found in the prefix cache
 };
 
 // Returns false to cancel the request.
@@ -183,6 +199,7 @@ using TokenCallback = std::function<bool(const TokenEvent&)>;
 
 struct GenerationStats {
   size_t prompt_tokens = 0;
+  size_t cached_tokens = 0;  // prompt tokens whose keys and values came from the prefix cache
   size_t generated_tokens = 0;
   double prompt_seconds = 0;    // submit to first token
   double generate_seconds = 0;  // first token to finish
@@ -208,6 +225,11 @@ struct EngineLoad {
   // Sequences preempted so far (their pages freed for others when the pool ran short; their
   // keys and values recomputed when they run again).
   size_t preemptions = 0;
+  // Prefix caching: prompt tokens of admitted sequences looked up and found (vLLM's
+  // prefix_cache_queries / prefix_cache_hits), and the pages findable now (held or free).
+  uint64_t prefix_cache_queries = 0;
+  uint64_t prefix_cache_hits = 0;
+  size_t prefix_cache_pages = 0;
 };
 
 struct ModelSummary {
@@ -276,6 +298,9 @@ class Engine {
   // pool at once. False when the id is unknown or already finished.
   bool cancel(uint64_t id);
   EngineLoad load() const;
+  // Writes the prefix-cache pages the --kv-cache-dir folder does not hold yet (those of sequences
+  // still running; others were saved as they were freed); returns how many. Call before exit.
+  size_t save_prefix_cache();
 
   // Logits after evaluating `tokens` in one fresh sequence: the last position's ([n_vocab]), or
   // every position's ([n_tokens][n_vocab]) with all_positions.

@@ -8,6 +8,7 @@
 #include "base/timer.h"
 #include "engine/engine_impl.h"
 #include "engine/kv_policy.h"
+#include "engine/prefix_root.h"
 #include "gguf/gguf.h"
 #include "kernels/kv_format.h"
 #include "platform/cpu_features.h"
@@ -96,6 +97,18 @@ kv::SparsePolicy kv_sparse_policy(const SparseAttentionPolicy& p, const kv::KvSh
   return out;
 }
 
+// Prefix caching under the root of this model and configuration, with the --kv-cache-dir store.
+Status enable_prefix_cache(kv::KvManager& kv, const kv::PageKey& fingerprint,
+                           const EngineOptions& options, const kv::KvShape& shape) {
+  const kv::PageKey root = engine::prefix_cache_root(fingerprint, options, shape);
+  std::unique_ptr<kv::PrefixStore> store;
+  if (!options.prefix_cache.dir.empty()) {
+    STRATA_ASSIGN_OR_RETURN(store, kv::PrefixStore::open(options.prefix_cache.dir, root, shape));
+  }
+  kv.cache().enable_prefix_cache(root, std::move(store));
+  return ok_status();
+}
+
 }  // namespace
 
 Status check_sparse_attention(const SparseAttentionPolicy& p) {
@@ -143,6 +156,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   const auto mode = options.use_mmap ? MappedFile::Mode::kMmap : MappedFile::Mode::kResident;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<gguf::File> file,
                           gguf::File::open(options.model_path, mode));
+  // Before the model rearranges its weights in place.
+  const std::optional<kv::PageKey> fingerprint =
+      options.prefix_cache.enabled ? std::optional(engine::model_fingerprint(*file)) : std::nullopt;
   STRATA_ASSIGN_OR_RETURN(impl->tokenizer, tokenizer::Tokenizer::from_gguf(*file));
   STRATA_ASSIGN_OR_RETURN(
       impl->model,
@@ -179,6 +195,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   impl->kv->cache().set_tiers(kv_plan.tiers);
   impl->kv->cache().set_attention_mode(kv_attention_mode(options.kv.attention));
   impl->kv->cache().set_sparse(kv_sparse_policy(options.kv.sparse, kv_shape));
+  if (fingerprint) {
+    STRATA_RETURN_IF_ERROR(enable_prefix_cache(*impl->kv, *fingerprint, options, kv_shape));
+  }
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
       std::make_unique<engine::Scheduler>(*impl->kv, static_cast<size_t>(options.max_sequences),
@@ -269,6 +288,7 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   s.max_length = max_length;
   s.ignore_eos = request.ignore_eos;
   s.report_admission = request.report_admission;
+  s.cache_salt = request.cache_salt;
   s.sampler = std::make_unique<sampling::Sampler>(std::move(sampler));
   s.detokenizer = std::make_unique<tokenizer::StreamingDetokenizer>(*im.tokenizer);
   s.stop = std::make_unique<engine::StopMatcher>(request.stop);
@@ -321,8 +341,13 @@ EngineLoad Engine::load() const {
   }
   load.page_size = static_cast<size_t>(im.options.page_size);
   load.preemptions = im.scheduler->n_preemptions();
+  load.prefix_cache_queries = im.kv->prefix_counters().queries;
+  load.prefix_cache_hits = im.kv->prefix_counters().hits;
+  load.prefix_cache_pages = cache.prefix_index().size();
   return load;
 }
+
+size_t Engine::save_prefix_cache() { return impl_->kv->cache().save_prefix_cache(); }
 
 Result<GenerationStats> Engine::generate(const GenerationRequest& request,
                                          const TokenCallback& on_token) {
@@ -343,7 +368,15 @@ Result<GenerationStats> Engine::generate(const GenerationRequest& request,
     done = stats.finish != FinishReason::kNone;
     return keep_going;
   };
-  STRATA_RETURN_IF_ERROR(submit(request, callback));
+  // The admission event brings the prefix cache's hit; the caller sees it only if it asked.
+  GenerationRequest with_admission = request;
+  with_admission.report_admission = true;
+  auto admitted = [&](const TokenEvent& e) {
+    if (e.admitted) stats.cached_tokens = e.cached_tokens;
+    if (e.admitted && !request.report_admission) return true;
+    return callback(e);
+  };
+  STRATA_RETURN_IF_ERROR(submit(with_admission, admitted));
   while (!done) {
     Status st = step();
     if (!st.ok()) return st.error();

@@ -70,6 +70,7 @@ void Engine::Impl::report_admissions(const engine::SchedulerOutput& plan) {
     if (!s->report_admission || !s->on_token) continue;
     TokenEvent event;
     event.admitted = true;
+    event.cached_tokens = s->n_cached;
     s->on_token(event);  // a request cancelled from here ends after the step
   }
 }
@@ -98,6 +99,10 @@ std::vector<LogitRows> Engine::Impl::execute(const engine::SchedulerOutput& plan
     }
     status = forward.error();
     return {};
+  }
+  // The pages just filled hold these tokens' keys and values now: later prompts may share them.
+  for (const engine::ScheduledSeq& c : plan.scheduled) {
+    if (!c.seq->finished()) kv->computed(c.seq->id, c.seq->tokens, c.seq->n_computed);
   }
   return rows;
 }

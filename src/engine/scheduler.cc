@@ -76,15 +76,22 @@ void Scheduler::schedule_running(bool decode, SchedulerOutput& out, size_t& budg
 void Scheduler::admit_waiting(SchedulerOutput& out, size_t& budget) {
   while (!waiting_.empty() && budget > 0 && running_.size() < max_running_) {
     Sequence* s = waiting_.front();
+    // It starts after the longest cached prefix of its tokens (a preempted sequence finds its
+    // own pages when nobody took them meanwhile).
+    const size_t cached = kv_.attach_prefix(s->id, s->tokens, s->cache_salt);
+    s->n_computed = cached;
     const size_t n = std::min(budget, s->n_pending());
     if (!kv_.allocate(s->id, n)) {
+      kv_.free(s->id);  // waiting sequences hold no pages, cached ones neither
+      s->n_computed = 0;
       // With nothing running every page is free: it can never fit.
-      if (!running_.empty() || kv_.fits_alone(s->n_computed + n)) break;
+      if (!running_.empty() || kv_.fits_alone(cached + n)) break;
       waiting_.pop_front();
-      kv_.free(s->id);
       out.failed.push_back(s);
       continue;
     }
+    kv_.count_prefix_lookup(s->tokens.size(), cached);
+    if (s->status == SeqStatus::kWaiting) s->n_cached = cached;
     waiting_.pop_front();
     running_.push_back(s);
     s->status = SeqStatus::kPrefilling;

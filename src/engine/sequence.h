@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/constraint.h"
@@ -33,6 +34,8 @@ struct Sequence {
   bool ignore_eos = false;
   bool report_admission = false;  // GenerationRequest::report_admission
   bool admitted_once = false;
+  std::string cache_salt;  // GenerationRequest::cache_salt
+  size_t n_cached = 0;     // prompt tokens found in the prefix cache at the first admission
 
   std::unique_ptr<sampling::Sampler> sampler;
   std::unique_ptr<SequenceConstraint> constraint;  // null when the output is free

@@ -96,6 +96,13 @@ TEST(OpenAiRequest, SparseAttentionIsAnExtension) {
   EXPECT_EQ(chat_error("{" + kMessages + R"(, "attn_sinks": -1})").param, "attn_sinks");
 }
 
+TEST(OpenAiRequest, CacheSaltIsAStringExtension) {
+  EXPECT_EQ(chat_ok("{" + kMessages + R"(, "cache_salt": "tenant-a"})").generation.cache_salt,
+            "tenant-a");
+  EXPECT_EQ(chat_ok("{" + kMessages + "}").generation.cache_salt, "");
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "cache_salt": 5})").param, "cache_salt");
+}
+
 TEST(OpenAiRequest, ContentPartsAreJoinedAndDeveloperIsSystem) {
   CompletionRequest r = chat_ok(R"({"messages": [
       {"role": "developer", "content": "Be brief."},

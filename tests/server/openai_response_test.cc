@@ -38,8 +38,8 @@ TEST(OpenAiResponse, ChatCompletionShape) {
   EXPECT_FLOAT_EQ(lp["logprob"].get<float>(), -0.5f);
   EXPECT_EQ(lp["bytes"], json::array({72, 101, 108}));
   EXPECT_EQ(lp["top_logprobs"][0]["token"], "Hel");
-  EXPECT_EQ(body["usage"],
-            json::parse(R"({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5})"));
+  EXPECT_EQ(body["usage"], json::parse(R"({"prompt_tokens": 3, "completion_tokens": 2,
+      "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 0}})"));
 }
 
 TEST(OpenAiResponse, ToolCallsShape) {
@@ -93,9 +93,10 @@ TEST(OpenAiResponse, ChatChunks) {
   json finish = json::parse(finish_chunk(h, 0, FinishReason::kStop));
   EXPECT_EQ(finish["choices"][0]["delta"], json::object());
   EXPECT_EQ(finish["choices"][0]["finish_reason"], "stop");
-  json usage = json::parse(usage_chunk(h, {4, 6}));
+  json usage = json::parse(usage_chunk(h, {4, 6, 2}));
   EXPECT_EQ(usage["choices"], json::array());
   EXPECT_EQ(usage["usage"]["total_tokens"], 10);
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
   EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
 }
 
