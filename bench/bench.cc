@@ -119,9 +119,11 @@ double percentile(std::vector<double> values, double q) {
 }
 
 Result<BenchReport> run_bench(const BenchOptions& o) {
-  if (o.prompt_tokens < 0 || o.generate_tokens < 0 || o.ctx_depth < 0 || o.repetitions <= 0) {
+  if (o.prompt_tokens < 0 || o.generate_tokens < 0 || o.ctx_depth < 0 || o.repetitions <= 0 ||
+      o.prefix_cache_tokens < 0 || o.prefix_cache_turns <= 0) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "-p, -n and --ctx-depth must be >= 0 and -r at least 1");
+                      "-p, -n, --ctx-depth and --prefix-cache must be >= 0, and -r and --turns "
+                      "at least 1");
   }
   const int max_streams =
       o.concurrency.empty() ? 1 : *std::max_element(o.concurrency.begin(), o.concurrency.end());
@@ -135,6 +137,10 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   EngineOptions engine_options = o.engine;
   int longest = std::max(o.prompt_tokens + 1, o.ctx_depth + o.generate_tokens + 1);
   if (!o.concurrency.empty()) longest = std::max(longest, stream_prompt + stream_tokens);
+  if (o.prefix_cache_tokens > 0) {
+    longest = std::max(longest, prefix_cache_context(o.prefix_cache_tokens, o.prefix_cache_turns));
+    engine_options.prefix_cache.enabled = true;  // other tests' random prompts never hit
+  }
   if (engine_options.context == 0) engine_options.context = longest;
   if (engine_options.context < longest) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -206,6 +212,10 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     STRATA_ASSIGN_OR_RETURN(ConcurrencyResult c,
                             run_concurrent(*engine, streams, stream_prompt, stream_tokens, rng));
     report.concurrency.push_back(c);
+  }
+  if (o.prefix_cache_tokens > 0) {
+    STRATA_ASSIGN_OR_RETURN(report.prefix_cache, run_prefix_cache(*engine, o.prefix_cache_tokens,
+                                                                  o.prefix_cache_turns, rng));
   }
   report.peak_rss_bytes = peak_rss_bytes();
   if (o.measure_bandwidth) {

@@ -7,9 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/prefix_bench.h"
 #include "strata/engine.h"
 #include "strata/result.h"
 
@@ -23,6 +25,8 @@ struct BenchOptions {
   int ctx_depth = 0;              // tokens already in the cache before the generation test
   std::vector<int> concurrency;   // streams at once for the batching test (empty: skip it)
   bool measure_bandwidth = true;  // the STREAM-like read test (a second or two)
+  int prefix_cache_tokens = 0;    // --prefix-cache: the shared system prompt (0: skip the test)
+  int prefix_cache_turns = 10;    // --turns: the conversation's turns
   uint64_t seed = 1;              // of the random prompt tokens
 };
 
@@ -64,6 +68,7 @@ struct BenchReport {
   std::string kv_type, kv_tiers;
   EngineLoad kv;
   SparseAttentionPolicy attn;  // --attn: which pages decode steps read
+  std::optional<PrefixCacheResult> prefix_cache;
 };
 
 Result<BenchReport> run_bench(const BenchOptions& options);
@@ -73,6 +78,8 @@ Result<BenchReport> run_bench(const BenchOptions& options);
 // weight_bytes, ...).
 std::string format_table(const BenchReport& report);
 std::string format_json(const BenchReport& report);
+// The --prefix-cache test's lines of the table.
+std::string format_prefix_cache(const PrefixCacheResult& result);
 
 // Mean and sample standard deviation (n - 1) of `xs`; empty input gives zeros.
 Stat mean_stddev(const std::vector<double>& xs);

@@ -84,6 +84,23 @@ std::string format_table(const BenchReport& r) {
                          r.threads);
   }
   out << "\n";
+  if (r.prefix_cache) out << format_prefix_cache(*r.prefix_cache);
+  return out.str();
+}
+
+std::string format_prefix_cache(const PrefixCacheResult& p) {
+  std::ostringstream out;
+  out << printf_string(
+      "\nprefix cache, a %d-token system prompt: time to first token %.1f ms cold, %.1f ms warm "
+      "(another question): %.1fx\n",
+      p.prefix_tokens, p.cold.ttft_ms, p.warm.ttft_ms, p.warm_speedup());
+  out << "| turn | prompt tokens | cached tokens |  ttft ms |\n";
+  out << "| ---: | ------------: | ------------: | -------: |\n";
+  for (size_t i = 0; i < p.turns.size(); ++i) {
+    const PrefixCacheRequest& t = p.turns[i];
+    out << printf_string("| %4zu | %13zu | %13zu | %8.1f |\n", i + 1, t.prompt_tokens,
+                         t.cached_tokens, t.ttft_ms);
+  }
   return out.str();
 }
 
@@ -140,6 +157,20 @@ std::string format_json(const BenchReport& r) {
                     {"itl_p99_ms", c.itl_p99_ms}});
   }
   j["concurrency"] = rows;
+  if (r.prefix_cache) {
+    auto request = [](const PrefixCacheRequest& q) {
+      return nlohmann::ordered_json{{"prompt_tokens", q.prompt_tokens},
+                                    {"cached_tokens", q.cached_tokens},
+                                    {"ttft_ms", q.ttft_ms}};
+    };
+    nlohmann::ordered_json turns = nlohmann::ordered_json::array();
+    for (const PrefixCacheRequest& t : r.prefix_cache->turns) turns.push_back(request(t));
+    j["prefix_cache"] = {{"prefix_tokens", r.prefix_cache->prefix_tokens},
+                         {"cold", request(r.prefix_cache->cold)},
+                         {"warm", request(r.prefix_cache->warm)},
+                         {"warm_speedup", r.prefix_cache->warm_speedup()},
+                         {"turns", turns}};
+  }
   return j.dump(2);
 }
 
