@@ -96,6 +96,42 @@ Result<ConcurrencyResult> run_concurrent(Engine& engine, int streams, int prompt
 
 }  // namespace
 
+namespace {
+
+// Decode tokens/s of one request (its first token, which ends the prefill, excluded), with the
+// gaps between tokens appended to `itl`; `kv` (if given) gets the cache at its last token.
+Result<double> measure_generation(Engine& engine, const GenerationRequest& r,
+                                  std::vector<double>& itl, EngineLoad* kv) {
+  std::vector<Clock::time_point> arrivals;
+  STRATA_RETURN_IF_ERROR(engine.generate(r, [&](const TokenEvent& e) {
+    if (e.token >= 0) arrivals.push_back(Clock::now());
+    if (e.finish != FinishReason::kNone && kv) *kv = engine.load();  // pages still held
+    return true;
+  }));
+  for (size_t i = 1; i < arrivals.size(); ++i) {
+    itl.push_back(std::chrono::duration<double, std::milli>(arrivals[i] - arrivals[i - 1]).count());
+  }
+  const double decode_seconds =
+      std::chrono::duration<double>(arrivals.back() - arrivals.front()).count();
+  return static_cast<double>(arrivals.size() - 1) / decode_seconds;
+}
+
+// The speculative generation runs against the plain ones, from the engine's counters.
+SpeculationResult speculation_result(const EngineLoad& before, const EngineLoad& after,
+                                     const std::vector<double>& tg,
+                                     const std::vector<double>& plain_tg) {
+  SpeculationResult s;
+  s.drafts = after.spec_drafts - before.spec_drafts;
+  s.draft_tokens = after.spec_draft_tokens - before.spec_draft_tokens;
+  s.accepted_tokens = after.spec_accepted_tokens - before.spec_accepted_tokens;
+  s.plain_tg_tokens_per_s = mean_stddev(plain_tg);
+  const double plain = s.plain_tg_tokens_per_s.mean;
+  s.speedup = plain > 0 ? mean_stddev(tg).mean / plain : 0;
+  return s;
+}
+
+}  // namespace
+
 Stat mean_stddev(const std::vector<double>& xs) {
   Stat s;
   if (xs.empty()) return s;
@@ -141,8 +177,10 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     longest = std::max(longest, prefix_cache_context(o.prefix_cache_tokens, o.prefix_cache_turns));
     engine_options.prefix_cache.enabled = true;  // other tests' random prompts never hit
   }
-  if (engine_options.context == 0) engine_options.context = longest;
-  if (engine_options.context < longest) {
+  // A prompt file's length is known once it is tokenized: the model's context (at most 4096)
+  // holds it unless -c says otherwise.
+  if (engine_options.context == 0 && o.generation_text.empty()) engine_options.context = longest;
+  if (engine_options.context != 0 && engine_options.context < longest) {
     return make_error(ErrorCode::kInvalidArgument,
                       "the context (-c " + std::to_string(engine_options.context) +
                           ") is smaller than the test needs (" + std::to_string(longest) +
@@ -164,6 +202,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   report.kv_type = kv_precision_name(engine_options.kv.hot);
   report.kv_tiers = kv_tiers_string(engine_options.kv.tiers);
   report.attn = engine_options.kv.sparse;
+  report.spec_kind = speculation_kind_name(engine_options.speculative.kind);
   std::mt19937_64 rng(o.seed);
   const size_t n_vocab = report.model.n_vocab;
 
@@ -171,7 +210,14 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
   STRATA_RETURN_IF_ERROR(
       engine->generate(fixed_length_request(random_prompt(8, n_vocab, rng), 2), {}));
 
-  std::vector<double> pp, tg, ttft, itl;
+  // A text's tokens in place of random ones: output that repeats its input is what n-gram
+  // speculation is for, and random tokens rarely make it.
+  const std::vector<TokenId> generation_prompt =
+      o.generation_text.empty() ? std::vector<TokenId>{}
+                                : engine->tokenize(o.generation_text, true, false);
+  std::vector<double> pp, tg, ttft, itl, plain_tg;
+  const bool speculating = engine_options.speculative.kind != SpeculationKind::kNone;
+  const EngineLoad spec_before = engine->load();
   for (int rep = 0; rep < o.repetitions; ++rep) {
     if (o.prompt_tokens > 0) {
       GenerationRequest r = fixed_length_request(
@@ -183,25 +229,30 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     if (o.generate_tokens > 1) {
       // The depth (at least one token) is prefilled first; only the decode steps after it count.
       GenerationRequest r = fixed_length_request(
-          random_prompt(static_cast<size_t>(std::max(o.ctx_depth, 1)), n_vocab, rng),
+          generation_prompt.empty()
+              ? random_prompt(static_cast<size_t>(std::max(o.ctx_depth, 1)), n_vocab, rng)
+              : generation_prompt,
           o.generate_tokens);
-      std::vector<Clock::time_point> arrivals;
-      STRATA_RETURN_IF_ERROR(engine->generate(r, [&](const TokenEvent& e) {
-        if (e.token >= 0) arrivals.push_back(Clock::now());
-        if (e.finish != FinishReason::kNone) report.kv = engine->load();  // pages still held
-        return true;
-      }));
-      for (size_t i = 1; i < arrivals.size(); ++i) {
-        itl.push_back(
-            std::chrono::duration<double, std::milli>(arrivals[i] - arrivals[i - 1]).count());
+      // Sampled generation draws from the model (speculation then meets its rejection rule);
+      // each repetition with its own seed.
+      r.sampling.temperature = o.temperature;
+      r.sampling.seed = o.seed + static_cast<uint64_t>(rep);
+      if (speculating) {
+        // The same request without guesses first: the baseline of the speed-up, this run.
+        r.speculation = SpeculationKind::kNone;
+        std::vector<double> ignored;
+        STRATA_ASSIGN_OR_RETURN(const double plain,
+                                measure_generation(*engine, r, ignored, nullptr));
+        plain_tg.push_back(plain);
+        r.speculation.reset();
       }
-      const double decode_seconds =
-          std::chrono::duration<double>(arrivals.back() - arrivals.front()).count();
-      tg.push_back(static_cast<double>(arrivals.size() - 1) / decode_seconds);
+      STRATA_ASSIGN_OR_RETURN(const double speed, measure_generation(*engine, r, itl, &report.kv));
+      tg.push_back(speed);
     }
   }
   report.pp_tokens_per_s = mean_stddev(pp);
   report.tg_tokens_per_s = mean_stddev(tg);
+  if (speculating) report.spec = speculation_result(spec_before, engine->load(), tg, plain_tg);
   report.ttft_ms = mean_stddev(ttft).mean;
   report.itl_p50_ms = percentile(itl, 0.5);
   report.itl_p99_ms = percentile(itl, 0.99);

@@ -25,9 +25,12 @@ struct BenchOptions {
   int ctx_depth = 0;              // tokens already in the cache before the generation test
   std::vector<int> concurrency;   // streams at once for the batching test (empty: skip it)
   bool measure_bandwidth = true;  // the STREAM-like read test (a second or two)
-  int prefix_cache_tokens = 0;    // --prefix-cache: the shared system prompt (0: skip the test)
-  int prefix_cache_turns = 10;    // --turns: the conversation's turns
-  uint64_t seed = 1;              // of the random prompt tokens
+  // --prompt-file: the generation test's prompt (text), in place of ctx_depth random tokens.
+  std::string generation_text;
+  float temperature = 0;        // --temp of the generation test (0: greedy)
+  int prefix_cache_tokens = 0;  // --prefix-cache: the shared system prompt (0: skip the test)
+  int prefix_cache_turns = 10;  // --turns: the conversation's turns
+  uint64_t seed = 1;            // of the random prompt tokens
 };
 
 // Mean and sample standard deviation over repetitions.
@@ -46,6 +49,21 @@ struct ConcurrencyResult {
   double output_tokens_per_s = 0;  // every generated token over the whole test, prefill included
   double ttft_p50_ms = 0, ttft_p99_ms = 0;
   double itl_p50_ms = 0, itl_p99_ms = 0;
+};
+
+// With --spec: the generation test's guesses, and its speed against the same requests without
+// them (each repetition runs both, plain first).
+struct SpeculationResult {
+  uint64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;
+  Stat plain_tg_tokens_per_s;
+  double speedup = 0;  // tg_tokens_per_s over plain_tg_tokens_per_s
+  double acceptance_rate() const {
+    return draft_tokens ? static_cast<double>(accepted_tokens) / draft_tokens : 0;
+  }
+  // Tokens each verifying step yields: the confirmed guesses and the model's own token.
+  double mean_accepted() const {
+    return drafts ? 1.0 + static_cast<double>(accepted_tokens) / drafts : 0;
+  }
 };
 
 struct BenchReport {
@@ -69,6 +87,8 @@ struct BenchReport {
   EngineLoad kv;
   SparseAttentionPolicy attn;  // --attn: which pages decode steps read
   std::optional<PrefixCacheResult> prefix_cache;
+  std::optional<SpeculationResult> spec;
+  std::string spec_kind = "none";
 };
 
 Result<BenchReport> run_bench(const BenchOptions& options);

@@ -84,6 +84,14 @@ std::string format_table(const BenchReport& r) {
                          r.threads);
   }
   out << "\n";
+  if (r.spec) {
+    out << printf_string(
+        "speculation (%s): %.1f%% of %llu guesses accepted, %.2f tokens per verifying step; "
+        "tg %.2f t/s against %.2f without: %.2fx\n",
+        r.spec_kind.c_str(), 100.0 * r.spec->acceptance_rate(),
+        static_cast<unsigned long long>(r.spec->draft_tokens), r.spec->mean_accepted(),
+        r.tg_tokens_per_s.mean, r.spec->plain_tg_tokens_per_s.mean, r.spec->speedup);
+  }
   if (r.prefix_cache) out << format_prefix_cache(*r.prefix_cache);
   return out.str();
 }
@@ -157,6 +165,16 @@ std::string format_json(const BenchReport& r) {
                     {"itl_p99_ms", c.itl_p99_ms}});
   }
   j["concurrency"] = rows;
+  j["spec"] = r.spec_kind;
+  if (r.spec) {
+    j["spec_acceptance_rate"] = r.spec->acceptance_rate();
+    j["spec_mean_accepted"] = r.spec->mean_accepted();
+    j["spec_speedup"] = r.spec->speedup;
+    j["spec_drafts"] = r.spec->drafts;
+    j["spec_draft_tokens"] = r.spec->draft_tokens;
+    j["spec_accepted_tokens"] = r.spec->accepted_tokens;
+    j["plain_tg_tokens_per_s"] = r.spec->plain_tg_tokens_per_s.mean;
+  }
   if (r.prefix_cache) {
     auto request = [](const PrefixCacheRequest& q) {
       return nlohmann::ordered_json{{"prompt_tokens", q.prompt_tokens},

@@ -1,5 +1,7 @@
 // strata bench: throughput and latency of a model file (see bench/bench.h for what is measured).
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "bench/bench.h"
@@ -31,6 +33,7 @@ Command add_bench_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "bench", "measure prompt processing and generation speed, latency and memory");
   add_model_flags(*sub, o.engine);
+  add_speculative_flags(*sub, o.engine.speculative);
   sub->add_option("-p,--n-prompt", o.prompt_tokens, "prompt tokens of the prompt test (0: skip)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("-n,--n-gen", o.generate_tokens, "tokens of the generation test (0: skip)")
@@ -55,6 +58,20 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--turns", o.prefix_cache_turns, "turns of the --prefix-cache conversation")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option_function<std::string>(
+      "--prompt-file",
+      [&o](const std::string& path) {
+        std::ifstream file(path, std::ios::binary);
+        if (!file) throw CLI::ValidationError("--prompt-file", "cannot read '" + path + "'");
+        o.generation_text.assign(std::istreambuf_iterator<char>(file), {});
+      },
+      "the generation test's prompt, a text file (default: --ctx-depth random tokens); with "
+      "--spec, for output that repeats or edits its input");
+  sub->add_option("--temp", o.temperature,
+                  "temperature of the generation test (0: greedy; llama.cpp's defaults for top-k, "
+                  "top-p and min-p)")
+      ->check(CLI::Range(0.0, 2.0))
       ->capture_default_str();
   sub->add_option("--seed", o.seed, "seed of the random prompt tokens");
   sub->add_flag("!--no-bandwidth", o.measure_bandwidth,

@@ -118,6 +118,7 @@ Command add_chat_command(CLI::App& app) {
   auto f = std::make_shared<ChatFlags>();
   CLI::App* sub = app.add_subcommand("chat", "chat with a model in the terminal");
   add_model_flags(*sub, f->engine);
+  add_speculative_flags(*sub, f->engine.speculative);
   // Each turn resends the whole conversation: its earlier turns come from the prefix cache.
   f->engine.prefix_cache.enabled = true;
   sub->add_flag("--no-prefix-cache{false}", f->engine.prefix_cache.enabled,

@@ -93,6 +93,15 @@ int run(const RunFlags& f) {
       s.prompt_tokens, s.prompt_tokens / std::max(s.prompt_seconds, 1e-9), s.generated_tokens,
       s.generated_tokens > 1 ? (s.generated_tokens - 1) / std::max(s.generate_seconds, 1e-9) : 0.0,
       finish_reason_name(s.finish));
+  const EngineLoad load = engine->load();
+  if (load.spec_drafts > 0) {
+    std::fprintf(stderr, "speculation: %llu of %llu guesses accepted (%.0f%%) in %llu drafts\n",
+                 static_cast<unsigned long long>(load.spec_accepted_tokens),
+                 static_cast<unsigned long long>(load.spec_draft_tokens),
+                 100.0 * static_cast<double>(load.spec_accepted_tokens) /
+                     static_cast<double>(load.spec_draft_tokens),
+                 static_cast<unsigned long long>(load.spec_drafts));
+  }
   return kExitOk;
 }
 
@@ -103,6 +112,7 @@ Command add_run_command(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("run", "generate a continuation of a prompt, streamed to stdout");
   add_model_flags(*sub, f->engine);
+  add_speculative_flags(*sub, f->engine.speculative);
   sub->add_option("-p,--prompt", f->prompt, "prompt text");
   sub->add_option("-n,--n-predict", f->n_predict, "tokens to generate at most")
       ->check(CLI::PositiveNumber);

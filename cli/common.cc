@@ -163,6 +163,29 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
       "`strata bench`'s header)");
 }
 
+void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options) {
+  sub.add_option_function<std::string>(
+         "--spec",
+         [&options](const std::string& name) {
+           Result<SpeculationKind> kind = parse_speculation_kind(name);
+           if (!kind.ok()) throw CLI::ValidationError("--spec", kind.error().message);
+           options.kind = *kind;
+         },
+         "speculative decoding: none (default) or ngram (guesses from the prompt and the output "
+         "so far, verified in the same forward pass; the output does not change)")
+      ->type_name("none|ngram");
+  sub.add_option("--draft-max", options.max_draft,
+                 "guesses verified per step at most (adapted to how many are accepted)")
+      ->check(CLI::Range(0, kMaxDraft))
+      ->capture_default_str();
+  sub.add_option("--spec-ngram-min", options.ngram_min, "shortest n-gram looked up")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub.add_option("--spec-ngram-max", options.ngram_max, "longest n-gram looked up")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+}
+
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code) {
   Result<std::unique_ptr<Engine>> engine = Engine::create(options);
   if (!engine.ok()) {

@@ -35,6 +35,9 @@ void add_sparse_attention_flags(CLI::App& sub, SparseAttentionPolicy& sparse);
 
 // -m, -t, -c, --mmap on a subcommand, filling `options`.
 void add_model_flags(CLI::App& sub, EngineOptions& options);
+// --spec none|ngram, --draft-max, --spec-ngram-min, --spec-ngram-max: speculative decoding, for
+// the commands that generate (run, chat, serve, bench).
+void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options);
 
 // Loads the engine or prints why not.
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code);

@@ -170,6 +170,24 @@ void render_engine_load(const EngineLoad& load, std::string& out) {
   header(out, "strata:prefix_cache_pages", "gauge",
          "KV pages findable by their content (in use or free until reused).");
   sample(out, "strata:prefix_cache_pages", "", static_cast<double>(load.prefix_cache_pages));
+  header(out, "strata:spec_decode_num_drafts_total", "counter",
+         "Speculative decoding: verifications of at least one guessed token.");
+  sample(out, "strata:spec_decode_num_drafts_total", "", static_cast<double>(load.spec_drafts));
+  header(out, "strata:spec_decode_num_draft_tokens_total", "counter",
+         "Speculative decoding: tokens guessed.");
+  sample(out, "strata:spec_decode_num_draft_tokens_total", "",
+         static_cast<double>(load.spec_draft_tokens));
+  header(out, "strata:spec_decode_num_accepted_tokens_total", "counter",
+         "Speculative decoding: guessed tokens the model confirmed.");
+  sample(out, "strata:spec_decode_num_accepted_tokens_total", "",
+         static_cast<double>(load.spec_accepted_tokens));
+  header(out, "strata:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+         "Speculative decoding: confirmed guesses by their position in the draft (0: first).");
+  for (size_t i = 0; i < load.spec_accepted_per_position.size(); ++i) {
+    sample(out, "strata:spec_decode_num_accepted_tokens_per_pos_total",
+           "position=\"" + std::to_string(i) + "\"",
+           static_cast<double>(load.spec_accepted_per_position[i]));
+  }
 }
 
 }  // namespace

@@ -229,6 +229,34 @@ void parse_attention(Fields& f, SparseAttentionOverride& a) {
   }
 }
 
+// strata's extension, in llama-server's words: "speculative": {"type": "none" | "ngram",
+// "n_max": guesses per step at most}, each field overriding the server's --spec / --draft-max
+// for this request.
+void parse_speculative(Fields& f, GenerationRequest& g) {
+  const json* v = f.find("speculative");
+  if (!v) return;
+  if (!v->is_object()) {
+    return f.fail(field_error("speculative", "must be an object with \"type\" and \"n_max\""));
+  }
+  if (auto type = v->find("type"); type != v->end() && !type->is_null()) {
+    Result<SpeculationKind> kind = type->is_string()
+                                       ? parse_speculation_kind(type->get<std::string>())
+                                       : make_error(ErrorCode::kInvalidArgument, "");
+    if (!kind.ok()) {
+      return f.fail(field_error("speculative.type", "must be \"none\" or \"ngram\""));
+    }
+    g.speculation = *kind;
+  }
+  if (auto n_max = v->find("n_max"); n_max != v->end() && !n_max->is_null()) {
+    if (!n_max->is_number_integer() || n_max->get<int64_t>() < 0 ||
+        n_max->get<int64_t>() > kMaxDraft) {
+      return f.fail(field_error("speculative.n_max",
+                                "must be an integer from 0 to " + std::to_string(kMaxDraft)));
+    }
+    g.max_draft = static_cast<int>(n_max->get<int64_t>());
+  }
+}
+
 // Fields chat and completions share.
 void parse_common(Fields& f, CompletionRequest& r) {
   constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
@@ -283,6 +311,7 @@ void parse_common(Fields& f, CompletionRequest& r) {
   parse_attention(f, r.generation.attention);
   // Requests with different salts never share cached prompt pages (vLLM's extension).
   f.string("cache_salt", r.generation.cache_salt);
+  parse_speculative(f, r.generation);
 }
 
 // OpenAI content: a string, or an array of parts of which strata reads the text ones.

@@ -116,6 +116,30 @@ struct PrefixCacheOptions {
   std::string dir;
 };
 
+// Speculative decoding: each decode step of a sequence verifies up to `max_draft` guessed
+// tokens in the same forward pass as its own token, and keeps the longest confirmed run (greedy:
+// the guesses the model's argmax agrees with; sampling: the rejection rule that keeps the output
+// distribution exactly the model's). Outputs do not change; decode gets faster when guesses hold.
+enum class SpeculationKind {
+  kNone,
+  // Prompt lookup: the tokens that followed the latest earlier occurrence of the last n tokens
+  // (n from ngram_max down to ngram_min) in the prompt and the output so far. No model.
+  kNgram,
+};
+const char* speculation_kind_name(SpeculationKind kind);
+Result<SpeculationKind> parse_speculation_kind(std::string_view name);
+
+// The most guesses one step verifies (a step runs them as one batch of positions).
+inline constexpr int kMaxDraft = 32;
+
+struct SpeculativeOptions {
+  SpeculationKind kind = SpeculationKind::kNone;
+  int max_draft = 8;  // guesses per step at most; adapted per sequence to recent acceptance
+  int ngram_min = 2, ngram_max = 4;
+};
+
+Status check_speculative(const SpeculativeOptions& options);
+
 struct EngineOptions {
   std::string model_path;
   int threads = 0;        // 0: one per hardware thread; at most kMaxThreads (strata/threads.h)
@@ -133,6 +157,7 @@ struct EngineOptions {
   bool interleave_weights = true;
   KvCachePolicy kv;
   PrefixCacheOptions prefix_cache;
+  SpeculativeOptions speculative;
   // Requests that may wait for a free sequence slot; past it submit() fails with kUnavailable
   // at once. 0: no limit.
   int max_waiting = 0;
@@ -166,6 +191,10 @@ struct GenerationRequest {
   // pages and starts running: the end of its time in the queue.
   bool report_admission = false;
   SparseAttentionOverride attention;
+  // This request's speculation in place of the engine's (the server's `speculative` field):
+  // kNone turns it off, max_draft caps the guesses per step.
+  std::optional<SpeculationKind> speculation;
+  std::optional<int> max_draft;
   // Requests with different salts never share cached prefix pages (the OpenAI-style `cache_salt`
   // extension: tenants apart); "" shares with every other unsalted request.
   std::string cache_salt;
@@ -230,6 +259,12 @@ struct EngineLoad {
   uint64_t prefix_cache_queries = 0;
   uint64_t prefix_cache_hits = 0;
   size_t prefix_cache_pages = 0;
+  // Speculative decoding so far (vLLM's spec_decode_* counters): verifications with at least one
+  // guess, guesses made, guesses accepted, and accepted guesses by their position in the draft.
+  uint64_t spec_drafts = 0;
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
+  std::vector<uint64_t> spec_accepted_per_position;
 };
 
 struct ModelSummary {

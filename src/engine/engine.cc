@@ -128,6 +128,27 @@ Status check_sparse_attention(const SparseAttentionPolicy& p) {
   return ok_status();
 }
 
+const char* speculation_kind_name(SpeculationKind kind) {
+  return kind == SpeculationKind::kNgram ? "ngram" : "none";
+}
+
+Result<SpeculationKind> parse_speculation_kind(std::string_view name) {
+  if (name == "none") return SpeculationKind::kNone;
+  if (name == "ngram") return SpeculationKind::kNgram;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown speculative decoding '" + std::string(name) + "': use none or ngram");
+}
+
+Status check_speculative(const SpeculativeOptions& o) {
+  if (o.max_draft < 0 || o.max_draft > kMaxDraft || o.ngram_min < 1 || o.ngram_max < o.ngram_min) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "speculative decoding needs a draft length of 0 to " +
+                          std::to_string(kMaxDraft) +
+                          " (--draft-max) and n-gram sizes with 1 <= min <= max");
+  }
+  return ok_status();
+}
+
 Status check_thread_count(int threads) {
   if (threads >= 0 && threads <= kMaxThreads) return ok_status();
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
@@ -150,6 +171,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                       "the KV pages not negative");
   }
   if (options.kv.sparse.enabled) STRATA_RETURN_IF_ERROR(check_sparse_attention(options.kv.sparse));
+  STRATA_RETURN_IF_ERROR(check_speculative(options.speculative));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->pool = std::make_unique<ThreadPool>(static_cast<size_t>(options.threads));
@@ -253,6 +275,10 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   if (request.max_tokens <= 0) {
     return make_error(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
   }
+  if (request.max_draft && (*request.max_draft < 0 || *request.max_draft > kMaxDraft)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the draft length must be 0 to " + std::to_string(kMaxDraft));
+  }
   if (im.options.max_waiting > 0 &&
       im.scheduler->n_waiting() >= static_cast<size_t>(im.options.max_waiting)) {
     return make_error(ErrorCode::kUnavailable, "the queue of waiting requests is full (" +
@@ -289,6 +315,9 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   s.ignore_eos = request.ignore_eos;
   s.report_admission = request.report_admission;
   s.cache_salt = request.cache_salt;
+  s.speculation = request.speculation.value_or(im.options.speculative.kind);
+  s.draft_length = engine::DraftLength(
+      static_cast<size_t>(request.max_draft.value_or(im.options.speculative.max_draft)));
   s.sampler = std::make_unique<sampling::Sampler>(std::move(sampler));
   s.detokenizer = std::make_unique<tokenizer::StreamingDetokenizer>(*im.tokenizer);
   s.stop = std::make_unique<engine::StopMatcher>(request.stop);
@@ -344,6 +373,10 @@ EngineLoad Engine::load() const {
   load.prefix_cache_queries = im.kv->prefix_counters().queries;
   load.prefix_cache_hits = im.kv->prefix_counters().hits;
   load.prefix_cache_pages = cache.prefix_index().size();
+  load.spec_drafts = im.spec.drafts;
+  load.spec_draft_tokens = im.spec.draft_tokens;
+  load.spec_accepted_tokens = im.spec.accepted_tokens;
+  load.spec_accepted_per_position = im.spec.accepted_per_position;
   return load;
 }
 

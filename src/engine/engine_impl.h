@@ -37,7 +37,12 @@ struct Engine::Impl {
   std::list<engine::Sequence> sequences;  // stable addresses; the scheduler holds pointers
   uint64_t next_id = 1;
   std::vector<float> logits;  // [n_logits][n_vocab] of the current step
-  bool in_step = false;       // callbacks may cancel; sequences are then dropped after the step
+  // Speculative decoding's counters (EngineLoad::spec_*).
+  struct SpecCounters {
+    uint64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;
+    std::vector<uint64_t> accepted_per_position;
+  } spec;
+  bool in_step = false;  // callbacks may cancel; sequences are then dropped after the step
 
   size_t n_vocab() const { return model->config().n_vocab; }
 
@@ -57,6 +62,13 @@ struct Engine::Impl {
 
  private:
   Status run_step();
+  // Appends each decoding sequence's guesses to its tokens (speculative decoding).
+  void propose();
+  // Fills the masks of a constrained sequence's rows, one per guess it verifies.
+  void fill_guess_masks(engine::Sequence& s, const LogitRows& rows);
+  // The tokens a sequence keeps from its rows: the guesses confirmed, then one of the model's.
+  Status verify(engine::Sequence& s, const LogitRows& rows,
+                std::vector<sampling::SampledToken>& accepted);
   void report_admissions(const engine::SchedulerOutput& plan);
   std::vector<LogitRows> execute(const engine::SchedulerOutput& plan, Status& status);
   void fill_masks(std::span<const LogitRows> rows);

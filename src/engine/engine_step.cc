@@ -47,6 +47,7 @@ Status Engine::Impl::step() {
 }
 
 Status Engine::Impl::run_step() {
+  propose();
   const engine::SchedulerOutput plan = scheduler->schedule();
   for (engine::Sequence* s : plan.failed) {
     finish(*s, FinishReason::kError,
@@ -107,24 +108,93 @@ std::vector<LogitRows> Engine::Impl::execute(const engine::SchedulerOutput& plan
   return rows;
 }
 
-// Each constrained sequence's grammar fills its allowed-token mask, on the thread pool when
+void Engine::Impl::propose() {
+  const SpeculativeOptions& o = options.speculative;
+  for (engine::Sequence& s : sequences) {
+    if (s.speculation == SpeculationKind::kNone || s.status != engine::SeqStatus::kDecoding ||
+        s.n_guesses > 0) {
+      continue;
+    }
+    // Never past the sequence's length limit: each kept guess is one more token.
+    const size_t room = s.max_length - s.tokens.size() - 1;
+    const size_t length = std::min(s.draft_length.next(), room);
+    if (length == 0) continue;
+    std::vector<TokenId> guesses = engine::propose_ngram(s.tokens, static_cast<size_t>(o.ngram_min),
+                                                         static_cast<size_t>(o.ngram_max), length);
+    s.tokens.insert(s.tokens.end(), guesses.begin(), guesses.end());
+    s.n_guesses = guesses.size();
+  }
+}
+
+// Each constrained sequence's grammar fills its allowed-token masks, on the thread pool when
 // several do (they share only the immutable compiled grammar), and bans the rest in its rows.
 void Engine::Impl::fill_masks(std::span<const LogitRows> rows) {
   std::vector<const LogitRows*> constrained;
   for (const LogitRows& r : rows) {
     if (r.seq->constraint && !r.seq->finished()) constrained.push_back(&r);
   }
-  std::vector<char> masked(constrained.size(), 0);
   pool->parallel_for(constrained.size(), [&](size_t i, size_t) {
-    engine::Sequence& s = *constrained[i]->seq;
-    masked[i] = s.constraint->fill_mask(s.n_generated());
+    fill_guess_masks(*constrained[i]->seq, *constrained[i]);
   });
-  for (size_t i = 0; i < constrained.size(); ++i) {
-    if (!masked[i]) continue;
-    const LogitRows& r = *constrained[i];
-    std::span<float> row(logits.data() + r.first * n_vocab(), n_vocab());
-    sampling::apply_token_bitmask(row, r.seq->constraint->mask());
+}
+
+// Row i's mask is the grammar's after guesses 0..i-1: the grammar advances through the guesses
+// and rolls back. A guess the grammar forbids ends it: verification stops at that row anyway.
+void Engine::Impl::fill_guess_masks(engine::Sequence& s, const LogitRows& r) {
+  const std::span<const TokenId> guesses(s.tokens.data() + s.tokens.size() - s.n_guesses,
+                                         s.n_guesses);
+  size_t advanced = 0;
+  for (size_t i = 0; i < r.n; ++i) {
+    // Inactive (waiting for a trigger) it allows everything, but a guess may start it.
+    if (s.constraint->fill_mask(s.n_generated() + i)) {
+      std::span<float> row(logits.data() + (r.first + i) * n_vocab(), n_vocab());
+      sampling::apply_token_bitmask(row, s.constraint->mask());
+      if (i < guesses.size() && !s.constraint->mask().is_allowed(guesses[i])) break;
+    }
+    if (i == guesses.size() || !s.constraint->accept(guesses[i]).ok()) break;
+    ++advanced;
   }
+  s.constraint->rollback(advanced);
+}
+
+Status Engine::Impl::verify(engine::Sequence& s, const LogitRows& r,
+                            std::vector<sampling::SampledToken>& accepted) {
+  std::vector<TokenId> guesses(s.tokens.end() - static_cast<ptrdiff_t>(s.n_guesses),
+                               s.tokens.end());
+  s.drop_guesses();
+  const size_t history_end = s.tokens.size();
+  size_t kept = 0;  // guesses confirmed
+  Status status = ok_status();
+  for (size_t i = 0; i < r.n; ++i) {
+    std::span<const float> row(logits.data() + (r.first + i) * n_vocab(), n_vocab());
+    // The history of row i holds the guesses before it, as the output would.
+    sampling::SequenceHistory history{
+        std::span<const TokenId>(s.tokens.data(), s.n_prompt),
+        std::span<const TokenId>(s.tokens.data() + s.n_prompt, s.tokens.size() - s.n_prompt)};
+    Result<sampling::SampledToken> token = i < guesses.size()
+                                               ? s.sampler->verify(row, history, guesses[i])
+                                               : s.sampler->sample(row, history);
+    if (!token.ok()) {
+      status = token.error();
+      break;
+    }
+    accepted.push_back(*token);
+    if (i == guesses.size() || token->id != guesses[i]) break;
+    s.tokens.push_back(guesses[i]);
+    ++kept;
+  }
+  s.tokens.resize(history_end);
+  if (!guesses.empty()) {
+    s.draft_length.record(guesses.size(), kept);
+    ++spec.drafts;
+    spec.draft_tokens += guesses.size();
+    spec.accepted_tokens += kept;
+    if (spec.accepted_per_position.size() < guesses.size()) {
+      spec.accepted_per_position.resize(guesses.size());
+    }
+    for (size_t i = 0; i < kept; ++i) ++spec.accepted_per_position[i];
+  }
+  return status;
 }
 
 void Engine::Impl::sample_and_update(std::span<const LogitRows> rows) {
@@ -133,19 +203,12 @@ void Engine::Impl::sample_and_update(std::span<const LogitRows> rows) {
     engine::Sequence& s = *r.seq;
     if (s.finished()) continue;  // cancelled by a callback this step
     accepted.clear();
-    for (size_t i = 0; i < r.n; ++i) {
-      std::span<const float> row(logits.data() + (r.first + i) * n_vocab(), n_vocab());
-      sampling::SequenceHistory history{
-          std::span<const TokenId>(s.tokens.data(), s.n_prompt),
-          std::span<const TokenId>(s.tokens.data() + s.n_prompt, s.n_generated())};
-      Result<sampling::SampledToken> token = s.sampler->sample(row, history);
-      if (!token.ok()) {
-        finish(s, FinishReason::kError, token.error());
-        break;
-      }
-      accepted.push_back(*token);
+    Status verified = verify(s, r, accepted);
+    if (!verified.ok()) {
+      finish(s, FinishReason::kError, verified.error());
+      continue;
     }
-    if (!s.finished()) update(s, accepted);
+    update(s, accepted);
   }
 }
 

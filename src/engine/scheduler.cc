@@ -19,7 +19,8 @@ void Scheduler::remove(Sequence* seq) {
 }
 
 void Scheduler::push(SchedulerOutput& out, Sequence* s, size_t n) {
-  const size_t n_logits = s->n_computed + n == s->tokens.size() ? 1 : 0;
+  // Logits for the last token and each guess: row i verifies guess i.
+  const size_t n_logits = s->n_computed + n == s->tokens.size() ? 1 + s->n_guesses : 0;
   out.scheduled.push_back({s, n, n_logits});
   out.n_tokens += n;
   out.n_logits += n_logits;
@@ -38,6 +39,7 @@ void Scheduler::preempt(Sequence* victim, SchedulerOutput& out, size_t& budget) 
   std::erase(out.admitted, victim);
   std::erase(running_, victim);
   kv_.free(victim->id);
+  victim->drop_guesses();
   victim->n_computed = 0;
   victim->status = SeqStatus::kPreempted;
   waiting_.push_front(victim);
@@ -65,8 +67,10 @@ void Scheduler::schedule_running(bool decode, SchedulerOutput& out, size_t& budg
   const std::vector<Sequence*> running = running_;
   for (Sequence* s : running) {
     if (budget == 0) break;
-    if (!s->has_pages() || (s->n_pending() == 1) != decode) continue;
-    const size_t n = decode ? 1 : std::min(budget, s->n_pending());
+    if (!s->has_pages() || s->decoding() != decode) continue;
+    // A decode step runs the last token and as many guesses as the budget takes.
+    if (decode) s->drop_guesses(budget - 1);
+    const size_t n = decode ? 1 + s->n_guesses : std::min(budget, s->n_pending());
     if (!make_room(s, n, out, budget)) continue;
     push(out, s, n);
     budget -= n;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/constraint.h"
+#include "engine/speculation.h"
 #include "engine/stop_matcher.h"
 #include "kv/kv_cache.h"
 #include "sampling/sampler.h"
@@ -36,6 +37,11 @@ struct Sequence {
   bool admitted_once = false;
   std::string cache_salt;  // GenerationRequest::cache_salt
   size_t n_cached = 0;     // prompt tokens found in the prefix cache at the first admission
+  // Speculative decoding: the proposer (kNone: off) and the draft length; the last n_guesses
+  // tokens are guesses this step verifies, not yet the sequence's.
+  SpeculationKind speculation = SpeculationKind::kNone;
+  DraftLength draft_length;
+  size_t n_guesses = 0;
 
   std::unique_ptr<sampling::Sampler> sampler;
   std::unique_ptr<SequenceConstraint> constraint;  // null when the output is free
@@ -50,9 +56,17 @@ struct Sequence {
   bool has_pages() const {
     return status == SeqStatus::kPrefilling || status == SeqStatus::kDecoding;
   }
-  size_t n_generated() const { return tokens.size() - n_prompt; }
-  // Tokens still to run through the model before the next sample.
+  size_t n_generated() const { return tokens.size() - n_guesses - n_prompt; }
+  // Tokens still to run through the model before the next sample (guesses included).
   size_t n_pending() const { return tokens.size() - n_computed; }
+  // A decoding sequence runs its last token and its guesses in one step.
+  bool decoding() const { return n_pending() == 1 + n_guesses; }
+  // Drops all but the first `keep` guesses.
+  void drop_guesses(size_t keep = 0) {
+    if (keep >= n_guesses) return;
+    tokens.resize(tokens.size() - (n_guesses - keep));
+    n_guesses = keep;
+  }
 };
 
 }  // namespace strata::engine

@@ -26,14 +26,12 @@ void Sampler::add_processor(std::unique_ptr<LogitProcessor> processor) {
   chain_.add(std::move(processor));
 }
 
-Result<SampledToken> Sampler::sample(std::span<const float> logits,
-                                     const SequenceHistory& history) {
+Status Sampler::prepare(std::span<const float> logits, const SequenceHistory& history) {
   if (logits.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "sampler got an empty logits vector");
   }
   logits_.assign(logits.begin(), logits.end());
   chain_.apply(logits_, history);
-
   // Banned tokens (-infinity) drop out here; the rest stay in id order.
   candidates_.clear();
   for (size_t id = 0; id < logits_.size(); ++id) {
@@ -51,7 +49,18 @@ Result<SampledToken> Sampler::sample(std::span<const float> logits,
                       "every token is banned by logit_bias or the allowed-token mask; relax the "
                       "constraints so at least one token can be sampled");
   }
+  return ok_status();
+}
 
+void Sampler::truncate() {
+  keep_top_k(candidates_, params_.top_k);
+  keep_top_p(candidates_, params_.top_p);
+  keep_min_p(candidates_, params_.min_p);
+}
+
+Result<SampledToken> Sampler::sample(std::span<const float> logits,
+                                     const SequenceHistory& history) {
+  STRATA_RETURN_IF_ERROR(prepare(logits, history));
   SampledToken out;
   if (params_.temperature == 0.0f) {
     // Candidates are in id order, so the first maximum is the lowest id among ties.
@@ -60,16 +69,36 @@ Result<SampledToken> Sampler::sample(std::span<const float> logits,
                          [](const Candidate& a, const Candidate& b) { return a.logit < b.logit; });
     out.id = best->id;
   } else {
-    keep_top_k(candidates_, params_.top_k);
-    keep_top_p(candidates_, params_.top_p);
-    keep_min_p(candidates_, params_.min_p);
+    truncate();
     out.id = draw(params_.temperature);
   }
   if (params_.logprobs) fill_logprobs(out.id, out);
   return out;
 }
 
-int32_t Sampler::draw(float temperature) {
+Result<SampledToken> Sampler::verify(std::span<const float> logits, const SequenceHistory& history,
+                                     int32_t guess) {
+  if (params_.temperature == 0.0f) return sample(logits, history);
+  STRATA_RETURN_IF_ERROR(prepare(logits, history));
+  truncate();
+  const double total = fill_weights(params_.temperature);
+  double p_guess = 0.0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    if (candidates_[i].id == guess) p_guess = weights_[i] / total;
+  }
+  SampledToken out;
+  if (rng_.next_unit() < p_guess) {
+    out.id = guess;
+  } else {
+    // The residual max(p - q, 0) with q one-hot on the guess: p without the guess.
+    std::erase_if(candidates_, [guess](const Candidate& c) { return c.id == guess; });
+    out.id = candidates_.empty() ? guess : draw(params_.temperature);
+  }
+  if (params_.logprobs) fill_logprobs(out.id, out);
+  return out;
+}
+
+double Sampler::fill_weights(float temperature) {
   float max_logit = -INFINITY;
   for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
   // softmax(logit / T): weights exp((logit - max) / T), normalised implicitly by the total.
@@ -79,6 +108,11 @@ int32_t Sampler::draw(float temperature) {
     weights_[i] = std::exp((candidates_[i].logit - max_logit) / temperature);
     total += weights_[i];
   }
+  return total;
+}
+
+int32_t Sampler::draw(float temperature) {
+  const double total = fill_weights(temperature);
   // Inverse-CDF draw: the first candidate whose cumulative weight exceeds u * total.
   const double target = rng_.next_unit() * total;
   double cumulative = 0.0;

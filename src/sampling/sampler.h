@@ -43,13 +43,26 @@ class Sampler {
   // when temperature == 0, else top-k -> top-p -> min-p -> temperature -> softmax -> draw.
   // Fails when logits is empty, holds NaN or +infinity, or every token is banned.
   Result<SampledToken> sample(std::span<const float> logits, const SequenceHistory& history);
+  // Verifies a guessed token (speculative decoding) against these logits. Greedy: the argmax, as
+  // sample() picks it (the guess stands when they agree). Otherwise the rejection rule of
+  // speculative sampling for a proposer that puts all its mass on the guess (Leviathan et al.,
+  // q = one-hot): the guess is kept with probability p(guess) under every setting sample() uses,
+  // else a token is drawn from p without the guess, renormalised; either way the token returned
+  // is distributed exactly as sample()'s.
+  Result<SampledToken> verify(std::span<const float> logits, const SequenceHistory& history,
+                              int32_t guess);
 
   const SamplingParams& params() const { return params_; }
 
  private:
   explicit Sampler(const SamplingParams& params);
 
+  // Applies the processors and keeps the unbanned tokens in candidates_.
+  Status prepare(std::span<const float> logits, const SequenceHistory& history);
+  void truncate();  // top-k, top-p, min-p
   int32_t draw(float temperature);
+  // The weights softmax(logit / T) of candidates_ in weights_; returns their total.
+  double fill_weights(float temperature);
   void fill_logprobs(int32_t chosen, SampledToken& out);
 
   SamplingParams params_;

@@ -293,3 +293,49 @@ TEST(SamplerTest, LargeVocabularyTopPWithoutTopK) {
 
 }  // namespace
 }  // namespace strata::sampling
+
+namespace strata::sampling {
+namespace {
+
+// verify(): whatever the guess, the token it returns is distributed as sample()'s: the guess
+// kept with probability p(guess), else a draw from p without it (speculative sampling with a
+// proposer that is sure of its guess). Checked against the exact truncated, tempered softmax for
+// a likely guess, an unlikely one and one that truncation removes.
+TEST(SamplerTest, VerifyingAGuessKeepsTheSamplingDistribution) {
+  const std::vector<double> base = {0.4, 0.25, 0.2, 0.1, 0.05};
+  std::vector<float> logits;
+  for (double p : base) logits.push_back(static_cast<float>(std::log(p)));
+  SamplingParams params = pure_params(2.0f, 7);
+  params.top_k = 4;
+  params.top_p = 0.8f;  // keeps ids 0..2 (see TruncationRenormalisesOverTheKeptTokens)
+  std::vector<double> expected = {std::sqrt(0.4), std::sqrt(0.25), std::sqrt(0.2), 0.0, 0.0};
+  const double total = expected[0] + expected[1] + expected[2];
+  for (double& p : expected) p /= total;
+
+  for (int32_t guess : {0, 2, 4}) {
+    Sampler sampler = make_sampler(params);
+    constexpr int kDraws = 20000;
+    std::vector<int> counts(logits.size(), 0);
+    int kept = 0;
+    for (int i = 0; i < kDraws; ++i) {
+      Result<SampledToken> token = sampler.verify(logits, {}, guess);
+      ASSERT_TRUE(token.ok());
+      ++counts[static_cast<size_t>(token->id)];
+      kept += token->id == guess;
+    }
+    EXPECT_LT(chi_square(counts, expected, kDraws), 35.0) << "guess " << guess;  // 2 dof
+    // The guess stands as often as the model would pick it.
+    EXPECT_NEAR(static_cast<double>(kept) / kDraws, expected[static_cast<size_t>(guess)], 0.015);
+  }
+}
+
+TEST(SamplerTest, VerifyingGreedilyIsTheArgmax) {
+  const std::vector<float> logits = lcg_logits(100, 3);
+  Sampler sampler = make_sampler(greedy_params());
+  const auto best = static_cast<int32_t>(argmax(logits));
+  EXPECT_EQ(sampler.verify(logits, {}, best)->id, best);
+  EXPECT_EQ(sampler.verify(logits, {}, best == 0 ? 1 : 0)->id, best);
+}
+
+}  // namespace
+}  // namespace strata::sampling

@@ -103,6 +103,22 @@ TEST(OpenAiRequest, CacheSaltIsAStringExtension) {
   EXPECT_EQ(chat_error("{" + kMessages + R"(, "cache_salt": 5})").param, "cache_salt");
 }
 
+TEST(OpenAiRequest, SpeculativeIsAnExtensionInLlamaServersWords) {
+  CompletionRequest r =
+      chat_ok("{" + kMessages + R"(, "speculative": {"type": "ngram", "n_max": 4}})");
+  EXPECT_EQ(r.generation.speculation, SpeculationKind::kNgram);
+  EXPECT_EQ(r.generation.max_draft, 4);
+  r = chat_ok("{" + kMessages + R"(, "speculative": {"type": "none"}})");
+  EXPECT_EQ(r.generation.speculation, SpeculationKind::kNone);
+  EXPECT_FALSE(r.generation.max_draft.has_value());
+  EXPECT_FALSE(chat_ok("{" + kMessages + "}").generation.speculation.has_value());
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "speculative": 3})").param, "speculative");
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "speculative": {"type": "draft"}})").param,
+            "speculative.type");
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "speculative": {"n_max": 99}})").param,
+            "speculative.n_max");
+}
+
 TEST(OpenAiRequest, ContentPartsAreJoinedAndDeveloperIsSystem) {
   CompletionRequest r = chat_ok(R"({"messages": [
       {"role": "developer", "content": "Be brief."},

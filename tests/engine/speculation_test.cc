@@ -1,0 +1,155 @@
+// Speculative decoding: the n-gram proposer and the draft length (unit), and through the engine
+// on stories260K: greedy outputs with speculation equal those without, for several streams at
+// once, with a grammar, stop strings and penalties.
+#include "engine/speculation.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strata/engine.h"
+
+namespace strata {
+namespace {
+
+using engine::DraftLength;
+// The proposer over a literal list of tokens.
+std::vector<TokenId> propose_ngram(const std::vector<TokenId>& tokens, size_t n_min, size_t n_max,
+                                   size_t max_draft) {
+  return engine::propose_ngram(tokens, n_min, n_max, max_draft);
+}
+
+TEST(NgramProposerTest, ProposesWhatFollowedTheLatestEarlierOccurrence) {
+  // ... 1 2 3 [9 9] ... 1 2 3 [7 7] ... 1 2 3: the latest "1 2 3" was followed by 7 7.
+  const std::vector<TokenId> t = {5, 1, 2, 3, 9, 9, 6, 1, 2, 3, 7, 7, 8, 1, 2, 3};
+  EXPECT_EQ(propose_ngram(t, 2, 4, 2), (std::vector<TokenId>{7, 7}));
+  EXPECT_EQ(propose_ngram(t, 2, 4, 4), (std::vector<TokenId>{7, 7, 8, 1}));
+  // The longest n-gram wins: "8 1 2 3" never occurred before, "1 2 3" did.
+  EXPECT_EQ(propose_ngram({4, 5, 6, 1, 5, 6}, 2, 3, 1), (std::vector<TokenId>{1}));
+  // Nothing to find.
+  EXPECT_TRUE(propose_ngram({1, 2, 3, 4}, 2, 4, 8).empty());
+  EXPECT_TRUE(propose_ngram({1, 2, 3, 4, 1}, 2, 4, 8).empty());  // a 1-gram is below the minimum
+  EXPECT_EQ(propose_ngram({1, 2, 3, 4, 1}, 1, 4, 2), (std::vector<TokenId>{2, 3}));
+  EXPECT_TRUE(propose_ngram({}, 1, 4, 8).empty());
+}
+
+TEST(NgramProposerTest, ALoopShorterThanTheDraftFillsIt) {
+  // A period-2 loop: the continuation runs into the end and goes on with itself.
+  EXPECT_EQ(propose_ngram({3, 4, 3, 4, 3, 4}, 2, 2, 5), (std::vector<TokenId>{3, 4, 3, 4, 3}));
+  EXPECT_EQ(propose_ngram({9, 9, 9}, 2, 2, 4), (std::vector<TokenId>{9, 9, 9, 9}));
+}
+
+TEST(DraftLengthTest, GrowsOnWholeDraftsShrinksOnMissesAndPausesOnFailures) {
+  DraftLength d(8);
+  EXPECT_EQ(d.next(), 8u);
+  d.record(8, 2);
+  EXPECT_EQ(d.next(), 3u);  // one more than the accepted run
+  d.record(3, 3);
+  EXPECT_EQ(d.next(), 4u);  // grows by half
+  // Three drafts in a row with nothing accepted pause speculation for 4 steps, then 8.
+  for (int i = 0; i < 3; ++i) d.record(d.next(), 0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(d.next(), 0u);
+  EXPECT_EQ(d.next(), 1u);
+  for (int i = 0; i < 3; ++i) d.record(1, 0);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.next(), 0u);
+  EXPECT_EQ(d.next(), 1u);
+  d.record(1, 1);  // an accepted guess resets the pauses
+  for (int i = 0; i < 3; ++i) d.record(1, 0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(d.next(), 0u);
+  EXPECT_EQ(DraftLength(0).next(), 0u);
+}
+
+const char* kModel = "../shared/models/stories260K.gguf";
+
+std::unique_ptr<Engine> make_engine(SpeculationKind kind) {
+  EngineOptions options;
+  options.model_path = kModel;
+  options.threads = 2;
+  options.max_sequences = 4;
+  options.batch_tokens = 64;
+  options.speculative.kind = kind;
+  options.speculative.ngram_min = 1;  // guesses often, so that many are rejected too
+  Result<std::unique_ptr<Engine>> engine = Engine::create(options);
+  EXPECT_TRUE(engine.ok()) << engine.error().message;
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+// Runs the requests together; returns each one's text and finish reason.
+std::vector<std::pair<std::string, FinishReason>> run_together(
+    Engine& engine, const std::vector<GenerationRequest>& requests) {
+  std::vector<std::pair<std::string, FinishReason>> out(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_TRUE(engine
+                    .submit(requests[i],
+                            [&out, i](const TokenEvent& e) {
+                              out[i].first += e.text;
+                              if (e.finish != FinishReason::kNone) out[i].second = e.finish;
+                              return true;
+                            })
+                    .ok());
+  }
+  while (engine.has_work()) EXPECT_TRUE(engine.step().ok());
+  return out;
+}
+
+TEST(SpeculationEngineTest, GreedyOutputsAreTheSameWithAndWithoutGuesses) {
+  std::unique_ptr<Engine> plain = make_engine(SpeculationKind::kNone);
+  std::unique_ptr<Engine> spec = make_engine(SpeculationKind::kNgram);
+  ASSERT_TRUE(plain && spec);
+  std::vector<GenerationRequest> requests;
+  auto add = [&](const std::string& prompt, int n) -> GenerationRequest& {
+    GenerationRequest& r = requests.emplace_back();
+    r.prompt = plain->tokenize(prompt, true, true);
+    r.max_tokens = n;
+    r.sampling.temperature = 0;
+    return r;
+  };
+  add("Once upon a time", 300);
+  add("The little dog ran and ran and ran", 200).stop = {"park"};
+  add("Tom and Sam went to the", 250).sampling.repeat_penalty = 1.3f;
+  GenerationRequest& freq = add("She had a red ball. She had a", 200);
+  freq.sampling.frequency_penalty = 0.5f;
+  freq.sampling.presence_penalty = 0.3f;
+  GenerationRequest& json = add("Once upon a time", 120);
+  json.constraint.kind = ConstraintKind::kJsonObject;
+  add("Lily", 400).ignore_eos = true;
+
+  const auto expected = run_together(*plain, requests);
+  const auto got = run_together(*spec, requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got[i].first, expected[i].first) << "request " << i;
+    EXPECT_EQ(got[i].second, expected[i].second) << "request " << i;
+  }
+  const EngineLoad load = spec->load();
+  EXPECT_GT(load.spec_drafts, 20u);
+  EXPECT_GT(load.spec_accepted_tokens, 0u);
+  EXPECT_LT(load.spec_accepted_tokens, load.spec_draft_tokens);  // some guesses were wrong
+  ASSERT_FALSE(load.spec_accepted_per_position.empty());
+  EXPECT_EQ(load.spec_accepted_per_position[0] >= load.spec_accepted_per_position.back(), true);
+  EXPECT_EQ(plain->load().spec_drafts, 0u);
+}
+
+TEST(SpeculationEngineTest, ARequestCanTurnItOffOrCapTheDraft) {
+  std::unique_ptr<Engine> spec = make_engine(SpeculationKind::kNgram);
+  ASSERT_TRUE(spec);
+  GenerationRequest r;
+  r.prompt = spec->tokenize("Lily", true, true);
+  r.max_tokens = 200;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0;
+  r.speculation = SpeculationKind::kNone;
+  ASSERT_TRUE(spec->generate(r, {}).ok());
+  EXPECT_EQ(spec->load().spec_drafts, 0u);
+  r.speculation.reset();
+  r.max_draft = 2;
+  ASSERT_TRUE(spec->generate(r, {}).ok());
+  EXPECT_GT(spec->load().spec_drafts, 0u);
+  EXPECT_LE(spec->load().spec_accepted_per_position.size(), 2u);
+  r.max_draft = kMaxDraft + 1;
+  EXPECT_FALSE(spec->generate(r, {}).ok());
+}
+
+}  // namespace
+}  // namespace strata
