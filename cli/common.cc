@@ -171,9 +171,17 @@ void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options) {
            if (!kind.ok()) throw CLI::ValidationError("--spec", kind.error().message);
            options.kind = *kind;
          },
-         "speculative decoding: none (default) or ngram (guesses from the prompt and the output "
-         "so far, verified in the same forward pass; the output does not change)")
-      ->type_name("none|ngram");
+         "speculative decoding: none (default), ngram (guesses from the prompt and the output "
+         "so far) or draft (a small model's, --draft): verified in the same forward pass, the "
+         "output does not change")
+      ->type_name("none|ngram|draft");
+  sub.add_option_function<std::string>(
+      "--draft,--model-draft",
+      [&options](const std::string& path) {
+        options.draft_model = path;
+        if (options.kind == SpeculationKind::kNone) options.kind = SpeculationKind::kDraft;
+      },
+      "GGUF file of a draft model with the same vocabulary (implies --spec draft)");
   sub.add_option("--draft-max", options.max_draft,
                  "guesses verified per step at most (adapted to how many are accepted)")
       ->check(CLI::Range(0, kMaxDraft))

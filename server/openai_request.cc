@@ -243,7 +243,7 @@ void parse_speculative(Fields& f, GenerationRequest& g) {
                                        ? parse_speculation_kind(type->get<std::string>())
                                        : make_error(ErrorCode::kInvalidArgument, "");
     if (!kind.ok()) {
-      return f.fail(field_error("speculative.type", "must be \"none\" or \"ngram\""));
+      return f.fail(field_error("speculative.type", "must be \"none\", \"ngram\" or \"draft\""));
     }
     g.speculation = *kind;
   }

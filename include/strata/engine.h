@@ -125,6 +125,9 @@ enum class SpeculationKind {
   // Prompt lookup: the tokens that followed the latest earlier occurrence of the last n tokens
   // (n from ngram_max down to ngram_min) in the prompt and the output so far. No model.
   kNgram,
+  // A draft model (SpeculativeOptions::draft_model: a small model with the same vocabulary)
+  // guesses greedily, one decode step of its own per guess.
+  kDraft,
 };
 const char* speculation_kind_name(SpeculationKind kind);
 Result<SpeculationKind> parse_speculation_kind(std::string_view name);
@@ -136,6 +139,7 @@ struct SpeculativeOptions {
   SpeculationKind kind = SpeculationKind::kNone;
   int max_draft = 8;  // guesses per step at most; adapted per sequence to recent acceptance
   int ngram_min = 2, ngram_max = 4;
+  std::string draft_model;  // GGUF file of the draft (--draft); loaded when set
 };
 
 Status check_speculative(const SpeculativeOptions& options);

@@ -109,6 +109,25 @@ Status enable_prefix_cache(kv::KvManager& kv, const kv::PageKey& fingerprint,
   return ok_status();
 }
 
+// What callers see of the loaded model.
+ModelSummary summarize(const model::Model& model, size_t context) {
+  const model::ModelConfig& c = model.config();
+  ModelSummary m;
+  m.architecture = c.arch_name;
+  m.name = model.file().get_string("general.name").value_or("");
+  m.n_vocab = c.n_vocab;
+  m.n_ctx_train = c.n_ctx_train;
+  m.n_embd = c.n_embd;
+  m.n_layers = c.n_layers;
+  m.n_heads = c.n_heads;
+  m.n_kv_heads = c.n_kv_heads;
+  m.context = context;
+  m.weight_bytes = model.weights().bytes;
+  m.simd_targets = simd_targets_description();
+  m.interleaved_matrices = model.interleaved_matrices();
+  return m;
+}
+
 }  // namespace
 
 Status check_sparse_attention(const SparseAttentionPolicy& p) {
@@ -129,14 +148,25 @@ Status check_sparse_attention(const SparseAttentionPolicy& p) {
 }
 
 const char* speculation_kind_name(SpeculationKind kind) {
-  return kind == SpeculationKind::kNgram ? "ngram" : "none";
+  switch (kind) {
+    case SpeculationKind::kNgram:
+      return "ngram";
+    case SpeculationKind::kDraft:
+      return "draft";
+    case SpeculationKind::kNone:
+      break;
+  }
+  return "none";
 }
 
 Result<SpeculationKind> parse_speculation_kind(std::string_view name) {
-  if (name == "none") return SpeculationKind::kNone;
-  if (name == "ngram") return SpeculationKind::kNgram;
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown speculative decoding '" + std::string(name) + "': use none or ngram");
+  for (SpeculationKind k :
+       {SpeculationKind::kNone, SpeculationKind::kNgram, SpeculationKind::kDraft}) {
+    if (name == speculation_kind_name(k)) return k;
+  }
+  return make_error(
+      ErrorCode::kInvalidArgument,
+      "unknown speculative decoding '" + std::string(name) + "': use none, ngram or draft");
 }
 
 Status check_speculative(const SpeculativeOptions& o) {
@@ -145,6 +175,10 @@ Status check_speculative(const SpeculativeOptions& o) {
                       "speculative decoding needs a draft length of 0 to " +
                           std::to_string(kMaxDraft) +
                           " (--draft-max) and n-gram sizes with 1 <= min <= max");
+  }
+  if (o.kind == SpeculationKind::kDraft && o.draft_model.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "speculative decoding with a draft model needs its file (--draft FILE)");
   }
   return ok_status();
 }
@@ -220,24 +254,18 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (fingerprint) {
     STRATA_RETURN_IF_ERROR(enable_prefix_cache(*impl->kv, *fingerprint, options, kv_shape));
   }
+  if (!options.speculative.draft_model.empty()) {
+    STRATA_ASSIGN_OR_RETURN(
+        impl->draft,
+        engine::DraftModel::load(options.speculative.draft_model, *impl->tokenizer, context,
+                                 static_cast<size_t>(options.max_sequences), *impl->pool));
+  }
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
       std::make_unique<engine::Scheduler>(*impl->kv, static_cast<size_t>(options.max_sequences),
                                           static_cast<size_t>(options.batch_tokens));
 
-  ModelSummary& m = impl->summary;
-  m.architecture = c.arch_name;
-  m.name = impl->model->file().get_string("general.name").value_or("");
-  m.n_vocab = c.n_vocab;
-  m.n_ctx_train = c.n_ctx_train;
-  m.n_embd = c.n_embd;
-  m.n_layers = c.n_layers;
-  m.n_heads = c.n_heads;
-  m.n_kv_heads = c.n_kv_heads;
-  m.context = context;
-  m.weight_bytes = impl->model->weights().bytes;
-  m.simd_targets = simd_targets_description();
-  m.interleaved_matrices = impl->model->interleaved_matrices();
+  impl->summary = summarize(*impl->model, context);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -274,6 +302,10 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
                           " (prompt plus at least one generated token); shorten it or raise -c"));
   if (request.max_tokens <= 0) {
     return make_error(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  }
+  if (request.speculation == SpeculationKind::kDraft && !im.draft) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "speculative decoding with a draft model needs one loaded (--draft FILE)");
   }
   if (request.max_draft && (*request.max_draft < 0 || *request.max_draft > kMaxDraft)) {
     return make_error(ErrorCode::kInvalidArgument,

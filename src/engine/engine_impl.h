@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/constraint.h"
+#include "engine/draft_model.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "kv/kv_manager.h"
@@ -34,7 +35,8 @@ struct Engine::Impl {
   std::unique_ptr<kv::KvManager> kv;
   std::unique_ptr<engine::Scheduler> scheduler;
   std::unique_ptr<engine::ConstraintCompiler> constraints;
-  std::list<engine::Sequence> sequences;  // stable addresses; the scheduler holds pointers
+  std::unique_ptr<engine::DraftModel> draft;  // with SpeculativeOptions::draft_model
+  std::list<engine::Sequence> sequences;      // stable addresses; the scheduler holds pointers
   uint64_t next_id = 1;
   std::vector<float> logits;  // [n_logits][n_vocab] of the current step
   // Speculative decoding's counters (EngineLoad::spec_*).
@@ -58,12 +60,14 @@ struct Engine::Impl {
   Status step();
   // Ends a sequence: its final event, then its pages go back.
   void finish(engine::Sequence& s, FinishReason reason, const Error& error = {});
+  // Takes an ended sequence out of the scheduler, its KV pages (the draft's too) and policies.
+  void release(engine::Sequence& s);
   void drop_finished();
 
  private:
   Status run_step();
   // Appends each decoding sequence's guesses to its tokens (speculative decoding).
-  void propose();
+  Status propose();
   // Fills the masks of a constrained sequence's rows, one per guess it verifies.
   void fill_guess_masks(engine::Sequence& s, const LogitRows& rows);
   // The tokens a sequence keeps from its rows: the guesses confirmed, then one of the model's.

@@ -34,8 +34,13 @@ void Engine::Impl::finish(engine::Sequence& s, FinishReason reason, const Error&
     event.text = s.detokenizer->finish() + s.stop->flush();
   }
   if (s.on_token) s.on_token(event);
+  release(s);
+}
+
+void Engine::Impl::release(engine::Sequence& s) {
   scheduler->remove(&s);
   kv->cache().clear_sequence_sparse(s.id);
+  if (draft) draft->forget(s.id);
 }
 
 Status Engine::Impl::step() {
@@ -47,7 +52,7 @@ Status Engine::Impl::step() {
 }
 
 Status Engine::Impl::run_step() {
-  propose();
+  STRATA_RETURN_IF_ERROR(propose());
   const engine::SchedulerOutput plan = scheduler->schedule();
   for (engine::Sequence* s : plan.failed) {
     finish(*s, FinishReason::kError,
@@ -108,8 +113,10 @@ std::vector<LogitRows> Engine::Impl::execute(const engine::SchedulerOutput& plan
   return rows;
 }
 
-void Engine::Impl::propose() {
+Status Engine::Impl::propose() {
   const SpeculativeOptions& o = options.speculative;
+  std::vector<engine::Sequence*> drafting;
+  std::vector<engine::DraftRequest> requests;
   for (engine::Sequence& s : sequences) {
     if (s.speculation == SpeculationKind::kNone || s.status != engine::SeqStatus::kDecoding ||
         s.n_guesses > 0) {
@@ -119,11 +126,24 @@ void Engine::Impl::propose() {
     const size_t room = s.max_length - s.tokens.size() - 1;
     const size_t length = std::min(s.draft_length.next(), room);
     if (length == 0) continue;
+    if (s.speculation == SpeculationKind::kDraft) {
+      drafting.push_back(&s);
+      requests.push_back({s.id, s.tokens, length});
+      continue;
+    }
     std::vector<TokenId> guesses = engine::propose_ngram(s.tokens, static_cast<size_t>(o.ngram_min),
                                                          static_cast<size_t>(o.ngram_max), length);
     s.tokens.insert(s.tokens.end(), guesses.begin(), guesses.end());
     s.n_guesses = guesses.size();
   }
+  if (requests.empty()) return ok_status();
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::vector<TokenId>> guesses, draft->propose(requests));
+  for (size_t i = 0; i < drafting.size(); ++i) {
+    engine::Sequence& s = *drafting[i];
+    s.tokens.insert(s.tokens.end(), guesses[i].begin(), guesses[i].end());
+    s.n_guesses = guesses[i].size();
+  }
+  return ok_status();
 }
 
 // Each constrained sequence's grammar fills its allowed-token masks, on the thread pool when
@@ -249,7 +269,7 @@ bool Engine::Impl::accept(engine::Sequence& s, const sampling::SampledToken& sam
   if (event.finish == FinishReason::kNone) return false;
   s.status = engine::SeqStatus::kFinished;
   s.finish = event.finish;
-  scheduler->remove(&s);
+  release(s);
   return true;
 }
 

@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "strata/engine.h"
+#include "strata/model_tools.h"
 
 namespace strata {
 namespace {
@@ -63,13 +65,14 @@ TEST(DraftLengthTest, GrowsOnWholeDraftsShrinksOnMissesAndPausesOnFailures) {
 
 const char* kModel = "../shared/models/stories260K.gguf";
 
-std::unique_ptr<Engine> make_engine(SpeculationKind kind) {
+std::unique_ptr<Engine> make_engine(SpeculationKind kind, const std::string& draft = "") {
   EngineOptions options;
   options.model_path = kModel;
   options.threads = 2;
   options.max_sequences = 4;
   options.batch_tokens = 64;
   options.speculative.kind = kind;
+  options.speculative.draft_model = draft;
   options.speculative.ngram_min = 1;  // guesses often, so that many are rejected too
   Result<std::unique_ptr<Engine>> engine = Engine::create(options);
   EXPECT_TRUE(engine.ok()) << engine.error().message;
@@ -94,14 +97,12 @@ std::vector<std::pair<std::string, FinishReason>> run_together(
   return out;
 }
 
-TEST(SpeculationEngineTest, GreedyOutputsAreTheSameWithAndWithoutGuesses) {
-  std::unique_ptr<Engine> plain = make_engine(SpeculationKind::kNone);
-  std::unique_ptr<Engine> spec = make_engine(SpeculationKind::kNgram);
-  ASSERT_TRUE(plain && spec);
+// Requests of every kind the step treats apart: plain, a stop string, penalties, a grammar.
+std::vector<GenerationRequest> mixed_requests(Engine& engine) {
   std::vector<GenerationRequest> requests;
   auto add = [&](const std::string& prompt, int n) -> GenerationRequest& {
     GenerationRequest& r = requests.emplace_back();
-    r.prompt = plain->tokenize(prompt, true, true);
+    r.prompt = engine.tokenize(prompt, true, true);
     r.max_tokens = n;
     r.sampling.temperature = 0;
     return r;
@@ -115,7 +116,14 @@ TEST(SpeculationEngineTest, GreedyOutputsAreTheSameWithAndWithoutGuesses) {
   GenerationRequest& json = add("Once upon a time", 120);
   json.constraint.kind = ConstraintKind::kJsonObject;
   add("Lily", 400).ignore_eos = true;
+  return requests;
+}
 
+TEST(SpeculationEngineTest, GreedyOutputsAreTheSameWithAndWithoutGuesses) {
+  std::unique_ptr<Engine> plain = make_engine(SpeculationKind::kNone);
+  std::unique_ptr<Engine> spec = make_engine(SpeculationKind::kNgram);
+  ASSERT_TRUE(plain && spec);
+  const std::vector<GenerationRequest> requests = mixed_requests(*plain);
   const auto expected = run_together(*plain, requests);
   const auto got = run_together(*spec, requests);
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -129,6 +137,51 @@ TEST(SpeculationEngineTest, GreedyOutputsAreTheSameWithAndWithoutGuesses) {
   ASSERT_FALSE(load.spec_accepted_per_position.empty());
   EXPECT_EQ(load.spec_accepted_per_position[0] >= load.spec_accepted_per_position.back(), true);
   EXPECT_EQ(plain->load().spec_drafts, 0u);
+}
+
+TEST(SpeculationEngineTest, ADraftModelsGuessesLeaveTheOutputAsItIs) {
+  // The model as its own draft: its greedy guesses are the model's, all accepted.
+  std::unique_ptr<Engine> plain = make_engine(SpeculationKind::kNone);
+  std::unique_ptr<Engine> spec = make_engine(SpeculationKind::kDraft, kModel);
+  ASSERT_TRUE(plain && spec);
+  const std::vector<GenerationRequest> requests = mixed_requests(*plain);
+  const auto expected = run_together(*plain, requests);
+  const auto got = run_together(*spec, requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got[i].first, expected[i].first) << "request " << i;
+    EXPECT_EQ(got[i].second, expected[i].second) << "request " << i;
+  }
+  const EngineLoad load = spec->load();
+  EXPECT_GT(load.spec_drafts, 50u);
+  // Only the grammar's and the penalties' requests see guesses fail: the draft knows neither.
+  EXPECT_GT(static_cast<double>(load.spec_accepted_tokens),
+            0.7 * static_cast<double>(load.spec_draft_tokens));
+}
+
+TEST(SpeculationEngineTest, ADraftWithAnotherVocabularyIsRefused) {
+  // A draft whose vocabulary outgrows the model's: it could guess ids the model has not.
+  const std::string bigger = ::testing::TempDir() + "strata_draft_600.gguf";
+  SynthOptions synth;
+  synth.output_path = bigger;
+  synth.n_vocab = 600;
+  ASSERT_TRUE(synthesize_model(synth).ok());
+  EngineOptions options;
+  options.model_path = kModel;
+  options.speculative.draft_model = bigger;
+  Result<std::unique_ptr<Engine>> engine = Engine::create(options);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(engine.error().message.find("vocabulary"), std::string::npos);
+  std::remove(bigger.c_str());
+  // Asking for a draft's guesses with no draft loaded.
+  options.speculative = {};
+  options.speculative.kind = SpeculationKind::kDraft;
+  EXPECT_FALSE(Engine::create(options).ok());
+  std::unique_ptr<Engine> plain = make_engine(SpeculationKind::kNone);
+  GenerationRequest r;
+  r.prompt = plain->tokenize("Lily", true, true);
+  r.speculation = SpeculationKind::kDraft;
+  EXPECT_FALSE(plain->submit(r, nullptr).ok());
 }
 
 TEST(SpeculationEngineTest, ARequestCanTurnItOffOrCapTheDraft) {

@@ -113,7 +113,7 @@ TEST(OpenAiRequest, SpeculativeIsAnExtensionInLlamaServersWords) {
   EXPECT_FALSE(r.generation.max_draft.has_value());
   EXPECT_FALSE(chat_ok("{" + kMessages + "}").generation.speculation.has_value());
   EXPECT_EQ(chat_error("{" + kMessages + R"(, "speculative": 3})").param, "speculative");
-  EXPECT_EQ(chat_error("{" + kMessages + R"(, "speculative": {"type": "draft"}})").param,
+  EXPECT_EQ(chat_error("{" + kMessages + R"(, "speculative": {"type": "eagle"}})").param,
             "speculative.type");
   EXPECT_EQ(chat_error("{" + kMessages + R"(, "speculative": {"n_max": 99}})").param,
             "speculative.n_max");
