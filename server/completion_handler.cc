@@ -83,6 +83,10 @@ struct Collector {
         for (ToolCall& call : reply.tool_calls) call.id = "call_" + random_hex(24);
         c.result.tool_calls = std::move(reply.tool_calls);
         c.result.text = std::move(reply.content);
+      } else if (t.finish == FinishReason::kLength) {
+        // A call cut short by max_tokens is protocol, not an answer: the content is only the
+        // text that can no longer be the start of a call, as a stream would have sent it.
+        c.result.text = ToolCallStream(tool_format).push(c.result.text).content;
       }
     }
     if (t.finish == FinishReason::kError && !error) {
@@ -217,7 +221,9 @@ std::string stream_chunks(Collector& collector, const ResponseHeader& header, co
     ChoiceState& c = collector.choices[e.choice];
     if (!c.tool_stream) c.tool_stream.emplace(collector.tool_format);
     ToolCallStream::Delta delta = c.tool_stream->push(text);
-    if (e.event.finish != FinishReason::kNone) {
+    // Text held back as the possible start of a call goes out at the end, unless max_tokens cut
+    // the reply: then it is the start of a call that never finished.
+    if (e.event.finish != FinishReason::kNone && e.event.finish != FinishReason::kLength) {
       ToolCallStream::Delta rest = c.tool_stream->finish();
       delta.content += rest.content;
       delta.calls.insert(delta.calls.end(), rest.calls.begin(), rest.calls.end());
