@@ -14,6 +14,7 @@
 #include "server/engine_worker.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "strata/log.h"
 
 namespace strata::cli {
 namespace {
@@ -25,6 +26,7 @@ struct ServeFlags {
   int max_queue = 64;
   double timeout_s = 0;
   int metrics_window_s = 60;
+  LogLevel log_level = LogLevel::kInfo;
 };
 
 std::string default_model_id(const std::string& path) {
@@ -42,6 +44,7 @@ int serve(ServeFlags f) {
   // A client that hangs up mid-write must fail that write, not kill the server.
   signal(SIGPIPE, SIG_IGN);
 
+  set_log_level(f.log_level);
   server::Metrics metrics(f.metrics_window_s);
   server::WorkerOptions worker_options;
   worker_options.engine = f.engine;
@@ -101,6 +104,33 @@ Command add_serve_command(CLI::App& app) {
   sub->add_flag("--no-prefix-cache{false}", f->engine.prefix_cache.enabled,
                 "compute every prompt whole instead of reusing the cached pages of a prefix an "
                 "earlier request had");
+  sub->add_option("--cors-origins", f->http.cors_origins,
+                  "browser origins that may call the API, comma-separated (e.g. "
+                  "https://app.example), or * for any; default none")
+      ->delimiter(',');
+  sub->add_option_function<std::string>(
+         "--log-format",
+         [f](const std::string& format) {
+           if (format != "text" && format != "json") {
+             throw CLI::ValidationError("--log-format", "use text or json");
+           }
+           f->http.log_format =
+               format == "json" ? server::LogFormat::kJson : server::LogFormat::kText;
+         },
+         "access log lines (one per request on stderr): text or json")
+      ->type_name("text|json");
+  sub->add_option_function<std::string>(
+         "--log-level",
+         [f](const std::string& name) {
+           std::optional<LogLevel> level = parse_log_level(name);
+           if (!level) {
+             throw CLI::ValidationError("--log-level", "use debug, info, warn, error or silent");
+           }
+           f->log_level = *level;
+         },
+         "stderr verbosity: debug, info (default: the access log and warnings), warn, error or "
+         "silent")
+      ->type_name("LEVEL");
   sub->add_option("--kv-cache-dir", f->engine.prefix_cache.dir,
                   "folder that keeps prefix-cache pages across restarts (pages of another model "
                   "or KV configuration there are ignored)");

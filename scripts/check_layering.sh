@@ -33,7 +33,7 @@ apps=" server bench cli "
 # base so that any library may use them; a new header must be added here.
 declare -A owner=(
   [result.h]=base [threads.h]=base [compile_budget.h]=base [json_depth.h]=base
-  [output_constraint.h]=base
+  [output_constraint.h]=base [log.h]=base
   [model_tools.h]=quant
   [chat.h]=chat [tool_calls.h]=chat
   [tokenizer.h]=engine [engine.h]=engine [structured.h]=engine

@@ -44,7 +44,8 @@ struct Collector {
   ToolCallFormat tool_format = ToolCallFormat::kGeneric;
   std::vector<ChoiceState> choices;
   size_t prompt_tokens = 0;
-  size_t cached_tokens = 0;  // of prompt_tokens, found in the prefix cache
+  size_t cached_tokens = 0;                      // of prompt_tokens, found in the prefix cache
+  std::optional<Clock::time_point> first_token;  // of any choice
   size_t n_finished = 0;
   std::optional<Error> error;  // a choice failed; the response is an error
 
@@ -57,6 +58,7 @@ struct Collector {
       return;
     }
     if (t.token >= 0) {
+      if (!first_token) first_token = Clock::now();
       ++c.completion_tokens;
       const bool end_of_generation = t.finish == FinishReason::kStop && t.text.empty();
       if (logprobs && !end_of_generation) {
@@ -345,6 +347,17 @@ void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& ex
     respond_stream(**job, collector, header, exchange);
   } else {
     respond_whole(**job, collector, header, exchange);
+  }
+  const Usage usage = collector.usage();
+  exchange.annotate("prompt_tokens", std::to_string(usage.prompt_tokens));
+  exchange.annotate("cached_tokens", std::to_string(usage.cached_tokens));
+  exchange.annotate("completion_tokens", std::to_string(usage.completion_tokens));
+  if (collector.first_token) {
+    char ttft[32];
+    std::snprintf(
+        ttft, sizeof ttft, "%.1f",
+        std::chrono::duration<double, std::milli>(*collector.first_token - arrival).count());
+    exchange.annotate("ttft_ms", ttft);
   }
 }
 

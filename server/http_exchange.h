@@ -55,6 +55,18 @@ class HttpExchange {
   virtual const std::atomic<bool>* gone_flag() const = 0;
   // The status sent, or 0 while nothing has been sent.
   virtual int status() const = 0;
+
+  // Fields a handler adds to the request's access-log line (server/request_log.h), e.g. token
+  // counts; in the order added.
+  void annotate(std::string key, std::string value) {
+    annotations_.emplace_back(std::move(key), std::move(value));
+  }
+  const std::vector<std::pair<std::string, std::string>>& annotations() const {
+    return annotations_;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> annotations_;
 };
 
 using HttpHandler = std::function<void(HttpExchange&)>;

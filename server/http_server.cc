@@ -4,12 +4,14 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "server/chat_page.h"
 #include "server/completion_handler.h"
 #include "server/http_errors.h"
 #include "server/openai_request.h"
+#include "strata/log.h"
 
 namespace strata::server {
 namespace {
@@ -47,7 +49,9 @@ HttpServer::HttpServer(ServerOptions options, EngineWorker& worker, Metrics& met
     : options_(std::move(options)),
       worker_(worker),
       metrics_(metrics),
-      chat_template_(load_chat_template(options_.model_path)) {
+      chat_template_(load_chat_template(options_.model_path)),
+      cors_(options_.cors_origins),
+      created_(static_cast<int64_t>(std::time(nullptr))) {
   options_.transport = transport_options(options_.transport, expected_streams);
   install_routes();
   transport_ = make_beast_transport(
@@ -90,8 +94,37 @@ void HttpServer::add(const std::string& method, const std::vector<std::string>& 
   for (const std::string& path : paths) routes_[path].push_back({method, needs_key, handler});
 }
 
-void HttpServer::dispatch(HttpExchange& exchange) {
+void HttpServer::dispatch(HttpExchange& transport_exchange) {
+  const HttpRequest& request = transport_exchange.request();
+  RoutedExchange exchange(transport_exchange, cors_.headers(request.header("Origin")));
+  if (request.method == "OPTIONS" && cors_.enabled()) {
+    exchange.respond(cors_.preflight(request));  // a browser's preflight: no key, no route
+  } else {
+    route(exchange);
+  }
+  if (exchange.status() == 0) {
+    send(exchange, http_error(make_error(ErrorCode::kInternal, "the handler sent no response")));
+  }
+  log_line(LogLevel::kInfo, exchange.log_line(options_.log_format));
+#ifdef __GLIBC__
+  // The parse of a large body freed many small blocks that glibc keeps in its arenas; hand them
+  // back so that RSS after a burst returns to where it was, not to the burst's peak.
+  if (request.body.size() >= LargeBodyGate::kLargeBodyBytes) malloc_trim(0);
+#endif
+}
+
+void HttpServer::route(HttpExchange& exchange) {
   const HttpRequest& request = exchange.request();
+  for (std::string_view prefix : {"/v1/models/", "/models/"}) {
+    if (!request.path.starts_with(prefix) || request.method != "GET") continue;
+    if (!authorized(request)) {
+      send(exchange, unauthorized_error());
+    } else {
+      answer_model(exchange, std::string_view(request.path).substr(prefix.size()));
+    }
+    metrics_.count_request("/v1/models/{id}", exchange.status());
+    return;
+  }
   const auto found = routes_.find(request.path);
   if (found == routes_.end()) {
     send(exchange, not_found_error(request.path));
@@ -110,15 +143,8 @@ void HttpServer::dispatch(HttpExchange& exchange) {
       route->handler(exchange);
     }
   }
-  if (exchange.status() == 0) {
-    send(exchange, http_error(make_error(ErrorCode::kInternal, "the handler sent no response")));
-  }
-  metrics_.count_request(found != routes_.end() ? request.path : "other", exchange.status());
-#ifdef __GLIBC__
-  // The parse of a large body freed many small blocks that glibc keeps in its arenas; hand them
-  // back so that RSS after a burst returns to where it was, not to the burst's peak.
-  if (request.body.size() >= LargeBodyGate::kLargeBodyBytes) malloc_trim(0);
-#endif
+  metrics_.count_request(found != routes_.end() ? request.path : "other",
+                         exchange.status() == 0 ? 500 : exchange.status());
 }
 
 void HttpServer::install_routes() {
@@ -153,15 +179,33 @@ void HttpServer::answer_metrics(HttpExchange& ex) {
       {200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics_.render(worker_.load())});
 }
 
-void HttpServer::answer_models(HttpExchange& ex) {
-  json model = {
-      {"id", options_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "strata"}};
+json HttpServer::model_object() const {
+  json model = {{"id", options_.model_id},
+                {"object", "model"},
+                {"created", created_},
+                {"owned_by", "strata"}};
   if (const Engine* e = worker_.engine()) {
     model["meta"] = {{"n_ctx", e->model().context},
                      {"n_vocab", e->model().n_vocab},
                      {"architecture", e->model().architecture}};
   }
-  respond_json(ex, {{"object", "list"}, {"data", json::array({model})}});
+  return model;
+}
+
+void HttpServer::answer_models(HttpExchange& ex) {
+  respond_json(ex, {{"object", "list"}, {"data", json::array({model_object()})}});
+}
+
+void HttpServer::answer_model(HttpExchange& ex, std::string_view id) {
+  if (id != options_.model_id) {
+    return send_error(
+        ex,
+        make_error(ErrorCode::kNotFound, "the model '" + std::string(id) +
+                                             "' does not exist; this server serves '" +
+                                             options_.model_id + "'"),
+        "model");
+  }
+  respond_json(ex, model_object());
 }
 
 void HttpServer::answer_completion(HttpExchange& ex, bool chat) {

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include "server/http_exchange.h"
 #include "server/http_transport.h"
 #include "server/metrics.h"
+#include "server/request_log.h"
 #include "strata/chat.h"
 #include "strata/result.h"
 
@@ -26,6 +30,9 @@ struct ServerOptions {
   std::string api_key;     // empty: no authentication
   std::string model_id;    // the id /v1/models lists and responses carry
   std::string model_path;  // for the chat template
+  // Browser origins allowed to call the API (--cors-origins; "*" for any); empty for none.
+  std::vector<std::string> cors_origins;
+  LogFormat log_format = LogFormat::kText;  // of the access log (info level: --log-level)
   // Connection limits and deadlines; handler_threads 0 means enough for every running and queued
   // stream plus scrapes, max_connections 0 means four times the handler threads (at least 256).
   TransportOptions transport = [] {
@@ -69,6 +76,11 @@ class HttpServer {
   void answer_health(HttpExchange& ex);
   void answer_metrics(HttpExchange& ex);
   void answer_models(HttpExchange& ex);
+  // GET /v1/models/{id}: the model when id is the served one, else 404.
+  void answer_model(HttpExchange& ex, std::string_view id);
+  nlohmann::json model_object() const;
+  // Routes by exact path, and /v1/models/{id}.
+  void route(HttpExchange& exchange);
   // Both completion endpoints: `chat` for /v1/chat/completions. 503 once draining.
   void answer_completion(HttpExchange& ex, bool chat);
   void answer_tokenize(HttpExchange& ex);
@@ -91,6 +103,8 @@ class HttpServer {
   std::unique_ptr<HttpTransport> transport_;
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
+  CorsPolicy cors_;
+  int64_t created_;  // the models' `created`: when the server started, in Unix seconds
 };
 
 }  // namespace strata::server

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <utility>
 
 namespace strata {
 namespace {
@@ -18,6 +19,24 @@ void log_message(LogLevel level, const std::string& message) {
   static constexpr const char* kPrefix[] = {"debug: ", "info: ", "warning: ", "error: "};
   std::lock_guard<std::mutex> lock(g_write_mutex);
   std::fprintf(stderr, "%s%s\n", kPrefix[static_cast<int>(level)], message.c_str());
+}
+
+void log_line(LogLevel level, const std::string& line) {
+  if (static_cast<int>(level) < g_level.load()) return;
+  std::lock_guard<std::mutex> lock(g_write_mutex);
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+std::optional<LogLevel> parse_log_level(std::string_view name) {
+  static constexpr std::pair<std::string_view, LogLevel> kNames[] = {{"debug", LogLevel::kDebug},
+                                                                     {"info", LogLevel::kInfo},
+                                                                     {"warn", LogLevel::kWarn},
+                                                                     {"error", LogLevel::kError},
+                                                                     {"silent", LogLevel::kSilent}};
+  for (const auto& [text, level] : kNames) {
+    if (name == text) return level;
+  }
+  return std::nullopt;
 }
 
 }  // namespace strata

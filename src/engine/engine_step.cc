@@ -115,6 +115,14 @@ std::vector<LogitRows> Engine::Impl::execute(const engine::SchedulerOutput& plan
 
 Status Engine::Impl::propose() {
   const SpeculativeOptions& o = options.speculative;
+  size_t n_decoding = 0, n_speculating = 0;
+  for (const engine::Sequence& s : sequences) {
+    if (s.status != engine::SeqStatus::kDecoding) continue;
+    ++n_decoding;
+    n_speculating += s.speculation != SpeculationKind::kNone;
+  }
+  const size_t share = engine::guesses_per_sequence(n_decoding, n_speculating);
+  if (share == 0) return ok_status();
   std::vector<engine::Sequence*> drafting;
   std::vector<engine::DraftRequest> requests;
   for (engine::Sequence& s : sequences) {
@@ -124,7 +132,7 @@ Status Engine::Impl::propose() {
     }
     // Never past the sequence's length limit: each kept guess is one more token.
     const size_t room = s.max_length - s.tokens.size() - 1;
-    const size_t length = std::min(s.draft_length.next(), room);
+    const size_t length = std::min({s.draft_length.next(), room, share});
     if (length == 0) continue;
     if (s.speculation == SpeculationKind::kDraft) {
       drafting.push_back(&s);

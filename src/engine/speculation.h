@@ -22,6 +22,21 @@
 
 namespace strata::engine {
 
+// Positions one step may run for decoding sequences, their own tokens and guesses together.
+// Decode reads every weight once per step whatever the batch, so guesses are nearly free while
+// the step is bound by memory bandwidth; past a dozen or so positions per step the matrix
+// kernels become bound by compute (16 rows share a weight block's unpacking in the interleaved
+// kernels), and each guess costs about what a token does. Many streams at once then leave no
+// room for guesses (vLLM turns speculation off past a batch size for the same reason).
+inline constexpr size_t kSpeculativeStepPositions = 16;
+
+// How many guesses each of `n_speculating` sequences may make in a step with `n_decoding`
+// decoding sequences in all (the speculating ones among them).
+inline size_t guesses_per_sequence(size_t n_decoding, size_t n_speculating) {
+  if (n_speculating == 0 || n_decoding >= kSpeculativeStepPositions) return 0;
+  return (kSpeculativeStepPositions - n_decoding) / n_speculating;
+}
+
 std::vector<TokenId> propose_ngram(std::span<const TokenId> tokens, size_t ngram_min,
                                    size_t ngram_max, size_t max_draft);
 

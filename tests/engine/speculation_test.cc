@@ -63,6 +63,15 @@ TEST(DraftLengthTest, GrowsOnWholeDraftsShrinksOnMissesAndPausesOnFailures) {
   EXPECT_EQ(DraftLength(0).next(), 0u);
 }
 
+TEST(DraftLengthTest, ManyStreamsLeaveNoRoomForGuesses) {
+  EXPECT_EQ(engine::guesses_per_sequence(1, 1), 15u);
+  EXPECT_EQ(engine::guesses_per_sequence(4, 4), 3u);
+  EXPECT_EQ(engine::guesses_per_sequence(4, 1), 12u);
+  EXPECT_EQ(engine::guesses_per_sequence(8, 8), 1u);
+  EXPECT_EQ(engine::guesses_per_sequence(16, 16), 0u);
+  EXPECT_EQ(engine::guesses_per_sequence(3, 0), 0u);
+}
+
 const char* kModel = "../shared/models/stories260K.gguf";
 
 std::unique_ptr<Engine> make_engine(SpeculationKind kind, const std::string& draft = "") {

@@ -1,0 +1,99 @@
+// What a llama.cpp or ollama user expects of a server (issue 24): the openai client's
+// models.retrieve, a real `created`, CORS for a browser page on another origin (--cors-origins),
+// and one access-log line per request (--log-format text|json).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { startServer } from './lib/server.mjs';
+
+describe('a server with CORS and a JSON access log', () => {
+  let server;
+  let client;
+  before(async () => {
+    server = await startServer(['--alias', 'stories', '--cors-origins', 'http://app.example',
+      '--log-format', 'json', '--api-key', 'k1']);
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'k1', maxRetries: 0 });
+  });
+  after(async () => { await server?.stop(); });
+
+  test('models.retrieve returns the served model; another id is a 404', async () => {
+    const model = await client.models.retrieve('stories');
+    assert.equal(model.id, 'stories');
+    assert.equal(model.object, 'model');
+    const now = Date.now() / 1000;
+    assert.ok(model.created > now - 3600 && model.created <= now + 5, `created ${model.created}`);
+    const list = await client.models.list();
+    assert.equal(list.data[0].created, model.created);
+    const missing = await client.models.retrieve('gpt-4').catch((e) => e);
+    assert.equal(missing.status, 404);
+  });
+
+  test('a preflight from an allowed origin is answered, another origin is not', async () => {
+    const ok = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://app.example', 'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'authorization, content-type' },
+    });
+    assert.equal(ok.status, 204);
+    assert.equal(ok.headers.get('access-control-allow-origin'), 'http://app.example');
+    assert.match(ok.headers.get('access-control-allow-headers'), /Authorization/);
+    const other = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'POST' },
+    });
+    assert.equal(other.status, 403);
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
+  });
+
+  test('responses to the allowed origin carry its CORS header, streams too', async () => {
+    const reply = await fetch(`${server.url}/v1/completions`, {
+      method: 'POST',
+      headers: { Origin: 'http://app.example', Authorization: 'Bearer k1',
+        'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'stories', prompt: 'Once', max_tokens: 4, stream: true }),
+    });
+    assert.equal(reply.status, 200);
+    assert.equal(reply.headers.get('access-control-allow-origin'), 'http://app.example');
+    await reply.text();
+    const unauthorized = await fetch(`${server.url}/v1/models`, {
+      headers: { Origin: 'http://app.example' },
+    });
+    assert.equal(unauthorized.status, 401);
+    assert.equal(unauthorized.headers.get('access-control-allow-origin'), 'http://app.example');
+  });
+
+  test('every request leaves one JSON access-log line with its tokens', async () => {
+    await client.completions.create({ model: 'stories', prompt: 'Lily', max_tokens: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const lines = server.stderr().split('\n').filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    const completion = lines.filter((l) => l.path === '/v1/completions' && l.status === 200);
+    assert.ok(completion.length >= 1, server.stderr());
+    const last = completion.at(-1);
+    assert.equal(last.method, 'POST');
+    assert.ok(last.duration_ms > 0);
+    assert.equal(last.completion_tokens, '5');
+    assert.ok(Number(last.prompt_tokens) > 0 && Number(last.ttft_ms) > 0);
+    assert.ok(lines.some((l) => l.method === 'OPTIONS' && l.status === 204));
+    assert.ok(lines.some((l) => l.path === '/v1/models/gpt-4' && l.status === 404));
+  });
+});
+
+test('the default text access log and --log-level warn silencing it', async () => {
+  const chatty = await startServer(['--alias', 'stories']);
+  try {
+    await fetch(`${chatty.url}/v1/models`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.match(chatty.stderr(), /\d{4}-\d\d-\d\dT[\d:]+Z GET \/v1\/models 200 [\d.]+ms/);
+  } finally {
+    await chatty.stop();
+  }
+  const quiet = await startServer(['--alias', 'stories', '--log-level', 'warn']);
+  try {
+    await fetch(`${quiet.url}/v1/models`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.doesNotMatch(quiet.stderr(), /GET \/v1\/models 200/);
+  } finally {
+    await quiet.stop();
+  }
+});
