@@ -45,6 +45,7 @@ struct Collector {
   std::vector<ChoiceState> choices;
   size_t prompt_tokens = 0;
   size_t cached_tokens = 0;                      // of prompt_tokens, found in the prefix cache
+  Clock::time_point arrival = Clock::now();      // of the request
   std::optional<Clock::time_point> first_token;  // of any choice
   size_t n_finished = 0;
   std::optional<Error> error;  // a choice failed; the response is an error
@@ -99,8 +100,14 @@ struct Collector {
   }
   bool done() const { return n_finished == choices.size(); }
   Usage usage() const {
-    Usage u{prompt_tokens, 0, cached_tokens};
+    Usage u{prompt_tokens, 0, cached_tokens, std::nullopt};
     for (const ChoiceState& c : choices) u.completion_tokens += c.completion_tokens;
+    if (first_token) {
+      auto ms = [](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+      };
+      u.timings = Timings{ms(arrival, *first_token), ms(*first_token, Clock::now())};
+    }
     return u;
   }
 };
@@ -317,6 +324,7 @@ void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& ex
     return send_error(exchange, make_error(ErrorCode::kUnavailable, "the model is still loading"));
   }
   Collector collector(*engine);
+  collector.arrival = arrival;
   std::variant<std::vector<GenerationRequest>, RequestError> choices =
       build_choices(ctx, *engine, request, budget, collector.prompt_tokens);
   if (auto* e = std::get_if<RequestError>(&choices))
@@ -352,11 +360,9 @@ void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& ex
   exchange.annotate("prompt_tokens", std::to_string(usage.prompt_tokens));
   exchange.annotate("cached_tokens", std::to_string(usage.cached_tokens));
   exchange.annotate("completion_tokens", std::to_string(usage.completion_tokens));
-  if (collector.first_token) {
+  if (usage.timings) {
     char ttft[32];
-    std::snprintf(
-        ttft, sizeof ttft, "%.1f",
-        std::chrono::duration<double, std::milli>(*collector.first_token - arrival).count());
+    std::snprintf(ttft, sizeof ttft, "%.1f", usage.timings->prompt_ms);
     exchange.annotate("ttft_ms", ttft);
   }
 }

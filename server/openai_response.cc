@@ -62,6 +62,25 @@ json usage_json(const Usage& u) {
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
+// llama-server's timings: prompt_n counts the prompt tokens computed, cache_n those reused.
+json timings_json(const Usage& u) {
+  const Timings& t = *u.timings;
+  const double prompt_n = static_cast<double>(u.prompt_tokens - u.cached_tokens);
+  const double predicted_n =
+      static_cast<double>(u.completion_tokens > 0 ? u.completion_tokens - 1 : 0);
+  auto per_token = [](double ms, double n) { return n > 0 ? ms / n : 0.0; };
+  auto per_second = [](double ms, double n) { return ms > 0 ? 1e3 * n / ms : 0.0; };
+  return {{"cache_n", u.cached_tokens},
+          {"prompt_n", u.prompt_tokens - u.cached_tokens},
+          {"prompt_ms", t.prompt_ms},
+          {"prompt_per_token_ms", per_token(t.prompt_ms, prompt_n)},
+          {"prompt_per_second", per_second(t.prompt_ms, prompt_n)},
+          {"predicted_n", u.completion_tokens},
+          {"predicted_ms", t.predicted_ms},
+          {"predicted_per_token_ms", per_token(t.predicted_ms, predicted_n)},
+          {"predicted_per_second", per_second(t.predicted_ms, predicted_n)}};
+}
+
 json finish_json(FinishReason reason, bool tool_calls = false) {
   if (tool_calls && reason == FinishReason::kStop) return "tool_calls";
   const char* name = openai_finish_reason(reason);
@@ -154,6 +173,7 @@ std::string completion_body(const ResponseHeader& h, const std::vector<ChoiceRes
               {"system_fingerprint", "strata"},
               {"choices", std::move(out_choices)},
               {"usage", usage_json(usage)}};
+  if (usage.timings) out["timings"] = timings_json(usage);
   return dump(out);
 }
 
@@ -199,6 +219,7 @@ std::string tool_call_deltas_chunk(const ResponseHeader& h, size_t choice,
 std::string usage_chunk(const ResponseHeader& h, const Usage& usage) {
   json out = chunk(h, json::array());
   out["usage"] = usage_json(usage);
+  if (usage.timings) out["timings"] = timings_json(usage);
   return dump(out);
 }
 

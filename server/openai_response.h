@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,10 +33,18 @@ struct LogprobEntry {
   size_t text_offset = 0;  // completions: where the token's text starts in the choice's text
 };
 
+// llama-server's `timings` of a reply: the prompt's tokens computed (those not cached) and the
+// time to the first token, then the tokens generated after it and their time.
+struct Timings {
+  double prompt_ms = 0;
+  double predicted_ms = 0;
+};
+
 struct Usage {
   size_t prompt_tokens = 0;
   size_t completion_tokens = 0;
-  size_t cached_tokens = 0;  // prompt_tokens_details.cached_tokens: found in the prefix cache
+  size_t cached_tokens = 0;        // prompt_tokens_details.cached_tokens: found in the prefix cache
+  std::optional<Timings> timings;  // a top-level `timings` object beside the usage
 };
 
 struct ChoiceResult {

@@ -24,7 +24,7 @@ TEST(OpenAiResponse, IdsCarryTheApiPrefix) {
 TEST(OpenAiResponse, ChatCompletionShape) {
   ResponseHeader h = header(true);
   ChoiceResult c{"Hello", FinishReason::kLength, true, {{"Hel", -0.5f, {{"Hel", -0.5f}}, 0}}, {}};
-  json body = json::parse(completion_body(h, {c}, {3, 2}));
+  json body = json::parse(completion_body(h, {c}, {3, 2, 0, std::nullopt}));
   EXPECT_EQ(body["object"], "chat.completion");
   EXPECT_EQ(body["id"], h.id);
   EXPECT_EQ(body["created"], 1700000000);
@@ -45,7 +45,7 @@ TEST(OpenAiResponse, ChatCompletionShape) {
 TEST(OpenAiResponse, ToolCallsShape) {
   ResponseHeader h = header(true);
   ChoiceResult c{"", FinishReason::kStop, false, {}, {{"call_1", "add", R"({"a":1})"}}};
-  json body = json::parse(completion_body(h, {c}, {3, 2}));
+  json body = json::parse(completion_body(h, {c}, {3, 2, 0, std::nullopt}));
   const json& message = body["choices"][0]["message"];
   EXPECT_TRUE(message["content"].is_null());  // OpenAI: content null when only calls
   EXPECT_EQ(message["tool_calls"], json::parse(R"([{"id": "call_1", "type": "function",
@@ -67,7 +67,8 @@ TEST(OpenAiResponse, ToolCallsShape) {
 TEST(OpenAiResponse, TextCompletionShape) {
   ChoiceResult c{
       "abc", FinishReason::kStop, true, {{"a", -1.0f, {{"a", -1.0f}, {"b", -2.0f}}, 0}}, {}};
-  json body = json::parse(completion_body(header(false), {c, ChoiceResult{}}, {1, 1}));
+  json body =
+      json::parse(completion_body(header(false), {c, ChoiceResult{}}, {1, 1, 0, std::nullopt}));
   EXPECT_EQ(body["object"], "text_completion");
   EXPECT_EQ(body["choices"][0]["text"], "abc");
   EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
@@ -93,10 +94,19 @@ TEST(OpenAiResponse, ChatChunks) {
   json finish = json::parse(finish_chunk(h, 0, FinishReason::kStop));
   EXPECT_EQ(finish["choices"][0]["delta"], json::object());
   EXPECT_EQ(finish["choices"][0]["finish_reason"], "stop");
-  json usage = json::parse(usage_chunk(h, {4, 6, 2}));
+  json usage = json::parse(usage_chunk(h, {4, 6, 2, std::nullopt}));
   EXPECT_EQ(usage["choices"], json::array());
   EXPECT_EQ(usage["usage"]["total_tokens"], 10);
   EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+  EXPECT_FALSE(usage.contains("timings"));
+  // llama-server's timings beside the usage: 2 of 4 prompt tokens computed in 10 ms, 6 tokens
+  // generated, the 5 after the first in 50 ms.
+  json timed = json::parse(usage_chunk(h, {4, 6, 2, Timings{10.0, 50.0}}));
+  EXPECT_EQ(timed["timings"]["prompt_n"], 2);
+  EXPECT_EQ(timed["timings"]["cache_n"], 2);
+  EXPECT_DOUBLE_EQ(timed["timings"]["prompt_per_token_ms"].get<double>(), 5.0);
+  EXPECT_EQ(timed["timings"]["predicted_n"], 6);
+  EXPECT_DOUBLE_EQ(timed["timings"]["predicted_per_second"].get<double>(), 100.0);
   EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
 }
 

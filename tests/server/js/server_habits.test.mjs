@@ -62,6 +62,13 @@ describe('a server with CORS and a JSON access log', () => {
     assert.equal(unauthorized.headers.get('access-control-allow-origin'), 'http://app.example');
   });
 
+  test('replies carry llama-server\'s timings', async () => {
+    const reply = await client.completions.create({ model: 'stories', prompt: 'Tom', max_tokens: 6 });
+    assert.equal(reply.timings.predicted_n, reply.usage.completion_tokens);
+    assert.equal(reply.timings.prompt_n + reply.timings.cache_n, reply.usage.prompt_tokens);
+    assert.ok(reply.timings.prompt_ms > 0 && reply.timings.predicted_per_second > 0);
+  });
+
   test('every request leaves one JSON access-log line with its tokens', async () => {
     await client.completions.create({ model: 'stories', prompt: 'Lily', max_tokens: 5 });
     await new Promise((resolve) => setTimeout(resolve, 100));
