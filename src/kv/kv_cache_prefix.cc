@@ -1,0 +1,133 @@
+// KvCache's prefix caching (kv/prefix_index.h): indexing full pages as they are computed,
+// starting sequences on cached pages, and the on-disk store of --kv-cache-dir.
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "base/log.h"
+#include "kv/kv_cache.h"
+
+namespace strata::kv {
+
+void KvCache::forget(PageId id) {
+  KvPage& page = pool_.page(id);
+  if (page.saved) store_->remove(prefix_.entry(id)->key);
+  prefix_.erase(id);
+  page.indexed = page.saved = false;
+}
+
+void KvCache::save(PageId id) {
+  std::span<const uint16_t> summary;
+  if (!pool_.key_summaries().empty()) summary = pool_.key_summaries().page(id);
+  Status saved =
+      store_->save(*prefix_.entry(id), pool_.page(id).precision, pool_.data(id), summary);
+  if (saved.ok()) {
+    pool_.page(id).saved = true;
+  } else if (!save_failed_) {
+    save_failed_ = true;  // once: a full disk would otherwise warn at every page
+    log_warn("the prefix cache cannot save pages to disk: " + saved.error().message);
+  }
+}
+
+PageKey KvCache::sequence_root(std::string_view salt) const {
+  return salt.empty() ? root_ : salted_key(root_, salt);
+}
+
+void KvCache::enable_prefix_cache(const PageKey& root, std::unique_ptr<PrefixStore> store) {
+  prefix_caching_ = true;
+  root_ = root;
+  store_ = std::move(store);
+  if (store_) {
+    loaded_ = store_->load([this](SavedPage&& page) { return load_saved(std::move(page)); });
+  }
+}
+
+bool KvCache::load_saved(SavedPage&& saved) {
+  const size_t summary = pool_.key_summaries().empty() ? 0 : pool_.key_summaries().page_stride();
+  if (!pool_.has_precision(saved.precision) || saved.summary.size() != summary ||
+      prefix_.find(saved.entry.key, saved.entry.parent, saved.entry.tokens)) {
+    return false;
+  }
+  Result<PageId> id = take_page(saved.precision);
+  if (!id.ok()) return false;
+  std::memcpy(pool_.data(*id).data(), saved.data.data(), saved.data.size());
+  if (summary > 0) {
+    std::copy(saved.summary.begin(), saved.summary.end(), pool_.key_summaries().page(*id).begin());
+  }
+  KvPage& page = pool_.page(*id);
+  page.n_filled = static_cast<uint32_t>(shape().page_size);
+  prefix_.insert(*id, std::move(saved.entry));
+  page.indexed = page.saved = true;
+  drop(*id);  // free and findable, the newest last to go
+  return true;
+}
+
+size_t KvCache::cached_prefix(std::span<const int32_t> tokens, std::string_view salt,
+                              size_t max_positions) const {
+  if (!prefix_caching_) return 0;
+  const size_t page_size = shape().page_size;
+  PageKey parent = sequence_root(salt);
+  size_t n = 0;
+  while ((n + 1) * page_size <= std::min(max_positions, tokens.size())) {
+    const std::span<const int32_t> page = tokens.subspan(n * page_size, page_size);
+    const PageKey key = chain_key(parent, page);
+    if (!prefix_.find(key, parent, page)) break;
+    parent = key;
+    ++n;
+  }
+  return n * page_size;
+}
+
+size_t KvCache::attach_prefix(SeqId seq, std::span<const int32_t> tokens, std::string_view salt,
+                              size_t max_positions) {
+  if (!prefix_caching_) return 0;
+  assert(!contains(seq));
+  const size_t page_size = shape().page_size;
+  SeqPages& s = sequences_[seq];
+  s.root = sequence_root(salt);
+  while ((s.pages.size() + 1) * page_size <= std::min(max_positions, tokens.size())) {
+    const PageKey& parent = s.keys.empty() ? s.root : s.keys.back();
+    const std::span<const int32_t> page = tokens.subspan(s.pages.size() * page_size, page_size);
+    const PageKey key = chain_key(parent, page);
+    const std::optional<PageId> id = prefix_.find(key, parent, page);
+    if (!id) break;
+    pool_.retain(*id);  // a free page leaves the free list
+    s.pages.push_back(*id);
+    s.keys.push_back(key);
+  }
+  s.length = s.pages.size() * page_size;
+  return s.length;
+}
+
+void KvCache::index(SeqId seq, std::span<const int32_t> tokens, size_t n_positions) {
+  if (!prefix_caching_) return;
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return;
+  SeqPages& s = it->second;
+  const size_t page_size = shape().page_size;
+  const size_t full = std::min({n_positions, s.length, tokens.size()}) / page_size;
+  while (s.keys.size() < full) {
+    const size_t i = s.keys.size();
+    const PageKey& parent = i == 0 ? s.root : s.keys.back();
+    const std::span<const int32_t> page = tokens.subspan(i * page_size, page_size);
+    PrefixEntry entry{chain_key(parent, page), parent, {page.begin(), page.end()}};
+    s.keys.push_back(entry.key);
+    // A page another sequence computed first keeps the key; this copy stays unindexed.
+    KvPage& p = pool_.page(s.pages[i]);
+    if (!p.indexed && prefix_.insert(s.pages[i], std::move(entry))) p.indexed = true;
+  }
+}
+
+size_t KvCache::save_prefix_cache() {
+  if (!store_) return 0;
+  size_t n = 0;
+  for (PageId id = 0; id < pool_.n_pages(); ++id) {
+    if (pool_.page(id).indexed && !pool_.page(id).saved) {
+      save(id);
+      n += pool_.page(id).saved ? 1 : 0;
+    }
+  }
+  return n;
+}
+
+}  // namespace strata::kv
