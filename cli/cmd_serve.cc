@@ -55,6 +55,7 @@ int serve(ServeFlags f) {
 
   if (f.http.model_id.empty()) f.http.model_id = default_model_id(f.engine.model_path);
   f.http.model_path = f.engine.model_path;
+  f.http.total_slots = f.parallel;
   server::HttpServer http(f.http, worker, metrics, static_cast<size_t>(f.parallel + f.max_queue));
   Status bound = http.bind();
   if (!bound.ok()) return report(bound.error());

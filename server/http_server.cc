@@ -158,6 +158,7 @@ void HttpServer::install_routes() {
       [this](HttpExchange& ex) { answer_completion(ex, /*chat=*/true); });
   add("POST", {"/v1/completions", "/completions"},
       [this](HttpExchange& ex) { answer_completion(ex, /*chat=*/false); });
+  add("GET", {"/props"}, [this](HttpExchange& ex) { answer_props(ex); });
   add("POST", {"/tokenize"}, [this](HttpExchange& ex) { answer_tokenize(ex); });
   add("POST", {"/detokenize"}, [this](HttpExchange& ex) { answer_detokenize(ex); });
   add("GET", {"/", "/index.html"}, serve_chat_page, /*needs_key=*/false);
@@ -190,6 +191,33 @@ json HttpServer::model_object() const {
                      {"architecture", e->model().architecture}};
   }
   return model;
+}
+
+void HttpServer::answer_props(HttpExchange& ex) {
+  const Engine* engine = worker_.engine();
+  if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+  const SamplingOptions defaults;  // what a request that sets nothing gets
+  json props = {{"default_generation_settings",
+                 {{"n_ctx", engine->model().context},
+                  {"params",
+                   {{"temperature", defaults.temperature},
+                    {"top_k", defaults.top_k},
+                    {"top_p", defaults.top_p},
+                    {"min_p", defaults.min_p},
+                    {"repeat_penalty", defaults.repeat_penalty},
+                    {"repeat_last_n", defaults.repeat_last_n},
+                    {"presence_penalty", defaults.presence_penalty},
+                    {"frequency_penalty", defaults.frequency_penalty}}}}},
+                {"total_slots", options_.total_slots},
+                {"model_path", options_.model_path},
+                {"modalities", {{"vision", false}, {"audio", false}}},
+                {"build_info", "strata"}};
+  if (chat_template_.ok()) {
+    props["chat_template"] = chat_template_->source;
+    props["bos_token"] = chat_template_->bos_token.value_or("");
+    props["eos_token"] = chat_template_->eos_token.value_or("");
+  }
+  respond_json(ex, props);
 }
 
 void HttpServer::answer_models(HttpExchange& ex) {

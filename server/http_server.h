@@ -33,6 +33,7 @@ struct ServerOptions {
   // Browser origins allowed to call the API (--cors-origins; "*" for any); empty for none.
   std::vector<std::string> cors_origins;
   LogFormat log_format = LogFormat::kText;  // of the access log (info level: --log-level)
+  int total_slots = 1;                      // sequences decoded at once (--parallel), for /props
   // Connection limits and deadlines; handler_threads 0 means enough for every running and queued
   // stream plus scrapes, max_connections 0 means four times the handler threads (at least 256).
   TransportOptions transport = [] {
@@ -76,6 +77,8 @@ class HttpServer {
   void answer_health(HttpExchange& ex);
   void answer_metrics(HttpExchange& ex);
   void answer_models(HttpExchange& ex);
+  // GET /props, llama-server's: the context, slots, default sampling and chat template.
+  void answer_props(HttpExchange& ex);
   // GET /v1/models/{id}: the model when id is the served one, else 404.
   void answer_model(HttpExchange& ex, std::string_view id);
   nlohmann::json model_object() const;

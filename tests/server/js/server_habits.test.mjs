@@ -28,6 +28,17 @@ describe('a server with CORS and a JSON access log', () => {
     assert.equal(missing.status, 404);
   });
 
+  test('/props has llama-server\'s fields', async () => {
+    const props = await (await fetch(`${server.url}/props`, {
+      headers: { Authorization: 'Bearer k1' },
+    })).json();
+    assert.equal(props.total_slots, 4);
+    assert.ok(props.default_generation_settings.n_ctx > 0);
+    assert.equal(props.default_generation_settings.params.temperature, 0.800000011920929);
+    assert.equal(typeof props.chat_template, 'string');
+    assert.match(props.model_path, /\.gguf$/);
+  });
+
   test('a preflight from an allowed origin is answered, another origin is not', async () => {
     const ok = await fetch(`${server.url}/v1/chat/completions`, {
       method: 'OPTIONS',
