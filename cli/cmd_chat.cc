@@ -21,6 +21,14 @@ std::atomic<bool> g_interrupted{false};
 
 void on_sigint(int) { g_interrupted.store(true); }
 
+// Without SA_RESTART a Ctrl-C at the prompt interrupts the read instead of killing strata.
+void install_sigint_handler() {
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+}
+
 struct ChatFlags {
   EngineOptions engine;
   SamplingOptions sampling;
@@ -36,11 +44,7 @@ int chat(ChatFlags f) {
   Result<ChatTemplateSource> tmpl = load_chat_template(f.engine.model_path);
   if (!tmpl.ok()) return report(tmpl.error());
 
-  // Without SA_RESTART a Ctrl-C at the prompt interrupts the read instead of killing strata.
-  struct sigaction action {};
-  action.sa_handler = on_sigint;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
+  install_sigint_handler();
 
   std::fprintf(
       stderr,
@@ -84,7 +88,7 @@ int chat(ChatFlags f) {
     }
     GenerationRequest request;
     request.prompt = engine->tokenize(prompt->text, prompt->add_bos, /*parse_special=*/true);
-    request.max_tokens = f.n_predict;
+    request.max_tokens = max_tokens_for(f.n_predict, *engine);
     request.sampling = f.sampling;
     request.sampling.seed = seeds();
     request.stop = chat_template_stops(*tmpl);
@@ -123,8 +127,7 @@ Command add_chat_command(CLI::App& app) {
   f->engine.prefix_cache.enabled = true;
   sub->add_flag("--no-prefix-cache{false}", f->engine.prefix_cache.enabled,
                 "compute the whole conversation again at every turn");
-  sub->add_option("-n,--n-predict", f->n_predict, "tokens per answer at most")
-      ->check(CLI::PositiveNumber);
+  add_n_predict_option(*sub, f->n_predict, "tokens per answer at most");
   sub->add_option("--temp", f->sampling.temperature, "temperature (0: greedy)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--top-k", f->sampling.top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);
@@ -132,7 +135,10 @@ Command add_chat_command(CLI::App& app) {
   sub->add_option("--min-p", f->sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0));
   sub->add_option("--repeat-penalty", f->sampling.repeat_penalty, "repetition penalty (1: off)");
   sub->add_option("--seed", f->seed, "sampling seed (default: random)");
-  sub->add_option("--system", f->system, "a system message opening the conversation");
+  sub->add_option("--system,--system-prompt", f->system,
+                  "a system message opening the conversation");
+  sub->add_flag_callback(
+      "--conversation", [] {}, "llama.cpp's -cnv: what chat always does");
   return {sub, [f] { return chat(*f); }};
 }
 

@@ -1,6 +1,11 @@
-// strata run: stream a continuation of a prompt.
+// strata run: stream a continuation of a prompt (from -p, -f FILE, or stdin with `-p -` or a
+// pipe).
+#include <unistd.h>
+
+#include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -14,7 +19,10 @@ namespace {
 
 struct RunFlags {
   EngineOptions engine;
-  std::string prompt;
+  std::optional<std::string> prompt;  // "-": read stdin
+  std::string prompt_file;
+  bool escape = false;  // process \n, \t, ... in the prompt (llama.cpp's -e)
+  bool conversation = false;
   int n_predict = 128;
   SamplingOptions sampling;
   std::optional<uint64_t> seed;
@@ -33,6 +41,73 @@ Result<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
+// llama.cpp's -e: \n \r \t \' \" \\ and \xHH; any other backslash stays as it is.
+std::string process_escapes(const std::string& in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '\\' || i + 1 == in.size()) {
+      out += in[i];
+      continue;
+    }
+    const char c = in[++i];
+    auto hex = [&](size_t k) {
+      return k < in.size() && std::isxdigit(static_cast<unsigned char>(in[k]));
+    };
+    if (c == 'n') {
+      out += '\n';
+    } else if (c == 'r') {
+      out += '\r';
+    } else if (c == 't') {
+      out += '\t';
+    } else if (c == '\'' || c == '"' || c == '\\') {
+      out += c;
+    } else if (c == 'x' && hex(i + 1) && hex(i + 2)) {
+      out += static_cast<char>(std::stoi(in.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The whole of `in` with one trailing newline dropped, as llama.cpp reads -f.
+std::string read_all(std::istream& in) {
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  if (!s.empty() && s.back() == '\n') {
+    s.pop_back();
+    if (!s.empty() && s.back() == '\r') s.pop_back();
+  }
+  return s;
+}
+
+// The prompt from -p TEXT, -f FILE, `-p -` or a pipe on stdin; an error when there is none (an
+// empty file or stdin is an error too: never a silent generation from nothing).
+Result<std::string> resolve_prompt(const RunFlags& f) {
+  std::string text;
+  if (!f.prompt_file.empty()) {
+    std::ifstream in(f.prompt_file, std::ios::binary);
+    if (!in) return make_error(ErrorCode::kNotFound, "cannot read " + f.prompt_file);
+    text = read_all(in);
+    if (text.empty()) return make_error(ErrorCode::kInvalidArgument, f.prompt_file + " is empty");
+  } else if (f.prompt == "-" || (!f.prompt && !::isatty(STDIN_FILENO))) {
+    text = read_all(std::cin);
+    if (text.empty()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "no prompt: stdin is empty (give -p TEXT or -f FILE)");
+    }
+  } else if (f.prompt) {
+    text = *f.prompt;
+  } else {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "no prompt: give -p TEXT, -f FILE, or pipe it on stdin");
+  }
+  return f.escape ? process_escapes(text) : text;
+}
+
 // --grammar / --json-schema / --json as the request's output constraint.
 Result<OutputConstraint> constraint_from_flags(const RunFlags& f) {
   OutputConstraint c;
@@ -49,6 +124,13 @@ Result<OutputConstraint> constraint_from_flags(const RunFlags& f) {
 }
 
 int run(const RunFlags& f) {
+  if (f.conversation) {
+    std::fprintf(stderr,
+                 "warning: --conversation is ignored: strata run answers once; use strata chat "
+                 "for a conversation\n");
+  }
+  Result<std::string> prompt = resolve_prompt(f);
+  if (!prompt.ok()) return report(prompt.error());
   int code = kExitOk;
   std::unique_ptr<Engine> engine = load_engine(f.engine, code);
   if (!engine) return code;
@@ -57,8 +139,8 @@ int run(const RunFlags& f) {
   Result<OutputConstraint> constraint = constraint_from_flags(f);
   if (!constraint.ok()) return report(constraint.error());
   request.constraint = std::move(constraint).value();
-  request.prompt = engine->tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
-  request.max_tokens = f.n_predict;
+  request.prompt = engine->tokenize(*prompt, /*add_special=*/true, /*parse_special=*/true);
+  request.max_tokens = max_tokens_for(f.n_predict, *engine);
   request.sampling = f.sampling;
   request.sampling.seed = f.seed.value_or(std::random_device{}());
   request.ignore_eos = f.ignore_eos;
@@ -113,9 +195,17 @@ Command add_run_command(CLI::App& app) {
       app.add_subcommand("run", "generate a continuation of a prompt, streamed to stdout");
   add_model_flags(*sub, f->engine);
   add_speculative_flags(*sub, f->engine.speculative);
-  sub->add_option("-p,--prompt", f->prompt, "prompt text");
-  sub->add_option("-n,--n-predict", f->n_predict, "tokens to generate at most")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* prompt =
+      sub->add_option("-p,--prompt", f->prompt,
+                      "prompt text ('-': read stdin; without -p or -f a piped stdin is read)");
+  sub->add_option("-f,--file", f->prompt_file,
+                  "read the prompt from a file (one trailing newline is dropped)")
+      ->excludes(prompt);
+  sub->add_flag("-e,--escape", f->escape,
+                "process \\n, \\r, \\t, \\', \\\", \\\\ and \\xHH in the prompt");
+  sub->add_flag("!--no-escape", f->escape, "take the prompt as it is (the default)");
+  sub->add_flag("--conversation", f->conversation, "llama.cpp's -cnv: ignored, see strata chat");
+  add_n_predict_option(*sub, f->n_predict, "tokens to generate at most");
   sub->add_option("--temp", f->sampling.temperature, "temperature (0: greedy)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--top-k", f->sampling.top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);

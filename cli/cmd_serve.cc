@@ -70,6 +70,7 @@ int serve(ServeFlags f) {
     return report(make_error(ErrorCode::kInvalidFile, worker.load_error()));
   }
   const ModelSummary& m = worker.engine()->model();
+  warn_if_beyond_trained_context(f.engine, m);
   std::fprintf(stderr, "model %s: %s, context %zu x %d sequences, queue %d\n",
                f.http.model_id.c_str(), m.architecture.c_str(), m.context, f.parallel, f.max_queue);
   std::fprintf(stderr, "listening on http://%s:%d\n", f.http.host.c_str(), http.port());

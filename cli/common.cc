@@ -194,6 +194,35 @@ void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options) {
       ->capture_default_str();
 }
 
+CLI::Option* add_n_predict_option(CLI::App& sub, int& n_predict, const std::string& help) {
+  return sub.add_option("-n,--n-predict", n_predict, help + " (-1: until the context ends)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            long long n = 0;
+            const char* end = text.data() + text.size();
+            auto [ptr, ec] = std::from_chars(text.data(), end, n);
+            if (ec != std::errc() || ptr != end) return "";  // CLI11's conversion error says so
+            if (n >= 1 || n == -1 || n == -2) return "";
+            return "-n must be positive, or -1 to generate until the context ends (got " + text +
+                   ")";
+          },
+          "N>0|-1", "token count"));
+}
+
+int max_tokens_for(int n_predict, const Engine& engine) {
+  if (n_predict > 0) return n_predict;
+  return static_cast<int>(std::min<size_t>(engine.model().context, INT32_MAX));
+}
+
+void warn_if_beyond_trained_context(const EngineOptions& options, const ModelSummary& model) {
+  if (options.context <= 0 || model.n_ctx_train == 0) return;
+  if (static_cast<size_t>(options.context) <= model.n_ctx_train) return;
+  std::fprintf(stderr,
+               "warning: context %d is beyond the model's trained context (%zu tokens): output "
+               "past %zu tokens may degrade\n",
+               options.context, model.n_ctx_train, model.n_ctx_train);
+}
+
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code) {
   Result<std::unique_ptr<Engine>> engine = Engine::create(options);
   if (!engine.ok()) {
@@ -201,6 +230,7 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code
     return nullptr;
   }
   exit_code = kExitOk;
+  warn_if_beyond_trained_context(options, (*engine)->model());
   return std::move(engine).value();
 }
 

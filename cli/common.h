@@ -39,7 +39,14 @@ void add_model_flags(CLI::App& sub, EngineOptions& options);
 // the commands that generate (run, chat, serve, bench).
 void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options);
 
-// Loads the engine or prints why not.
+// -n/--n-predict: tokens to generate at most, or -1 (llama.cpp's -1 and -2) for "until the
+// context ends"; max_tokens_for turns the value into a request's max_tokens.
+CLI::Option* add_n_predict_option(CLI::App& sub, int& n_predict, const std::string& help);
+int max_tokens_for(int n_predict, const Engine& engine);
+
+// Loads the engine or prints why not; warns when the context is past the trained one.
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code);
+// One `warning:` line when -c asked for more than the model's trained context.
+void warn_if_beyond_trained_context(const EngineOptions& options, const ModelSummary& model);
 
 }  // namespace strata::cli

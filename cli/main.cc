@@ -5,19 +5,21 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/llama_aliases.h"
 
 int main(int argc, char** argv) {
   using namespace strata::cli;
   CLI::App app{"strata: a CPU inference engine for GGUF language models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "strata 0.1.0");
+  // --help shows every option's default; inherited by the subcommands added below.
+  app.option_defaults()->always_capture_default();
+  // llama.cpp's spellings (-ngl, -np, ...) as strata's names, before CLI11 reads them.
+  const RewrittenArgs rewritten = rewrite_llama_spellings(argc, argv);
   // Bad flags are bad input like a bad file: one `error: ...` line (CLI11's default adds a
-  // second line, and some of its messages span lines).
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    std::string message = e.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    while (!message.empty() && message.back() == ' ') message.pop_back();
-    return "error: " + message + " (see --help)\n";
+  // second line, and some of its messages span lines); an unknown flag names the nearest one.
+  app.failure_message([&rewritten](const CLI::App* failed, const CLI::Error& e) {
+    return "error: " + parse_failure_message(*failed, e, rewritten.typed) + "\n";
   });
   // One line per subcommand.
   // clang-format off
@@ -39,8 +41,15 @@ int main(int argc, char** argv) {
       add_serve_command(app),
   };
   // clang-format on
+  // llama.cpp's GPU-only and no-op flags, on the commands that load a model (add_model_flags),
+  // unless a command has its own meaning for one.
+  for (const Command& c : commands) {
+    if (c.app->get_option_no_throw("--ctx-size") != nullptr) add_ignored_llama_flags(*c.app);
+  }
   try {
-    app.parse(argc, argv);
+    std::vector<const char*> args;
+    for (const std::string& a : rewritten.args) args.push_back(a.c_str());
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitBadInput;
   }

@@ -2,6 +2,9 @@
 #include "gguf/describe.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
 #include <string_view>
 
 #include "gguf/names.h"
@@ -86,12 +89,97 @@ nlohmann::json value_json(const Value& v, const DescribeOptions& options) {
   return items;
 }
 
+// What the summary shows, from the metadata and the tensor table.
+struct Summary {
+  std::string architecture;
+  uint64_t parameters = 0;
+  std::optional<uint64_t> file_type, context, vocab;
+  std::string main_type;  // the type holding most matrix elements, when file_type is unset
+};
+
+Summary summarize(const File& file) {
+  Summary s;
+  s.architecture = file.get_string("general.architecture").value_or("");
+  s.file_type = file.get_uint("general.file_type");
+  s.context = file.get_uint(s.architecture + ".context_length");
+  if (const Array* tokens = file.get_array("tokenizer.ggml.tokens")) {
+    s.vocab = tokens->values.size();
+  } else {
+    s.vocab = file.get_uint(s.architecture + ".vocab_size");
+  }
+  std::map<std::string, uint64_t> matrix_elements;
+  for (const TensorInfo& t : file.tensors()) {
+    s.parameters += t.n_elements;
+    if (t.dims.size() >= 2) matrix_elements[std::string(dtype_name(t.type))] += t.n_elements;
+  }
+  uint64_t most = 0;
+  for (const auto& [type, n] : matrix_elements) {
+    if (n > most) {
+      most = n;
+      s.main_type = type;
+    }
+  }
+  return s;
+}
+
+// 289344 -> "289.3K", 6738415616 -> "6.74B".
+std::string human_count(uint64_t n) {
+  char text[32];
+  if (n >= 1'000'000'000) {
+    std::snprintf(text, sizeof(text), "%.2fB", n / 1e9);
+  } else if (n >= 1'000'000) {
+    std::snprintf(text, sizeof(text), "%.1fM", n / 1e6);
+  } else if (n >= 1'000) {
+    std::snprintf(text, sizeof(text), "%.1fK", n / 1e3);
+  } else {
+    std::snprintf(text, sizeof(text), "%llu", static_cast<unsigned long long>(n));
+  }
+  return text;
+}
+
+std::string file_type_text(const Summary& s) {
+  if (!s.file_type) {
+    return "not set" + (s.main_type.empty() ? "" : " (most weights " + s.main_type + ")");
+  }
+  const std::string name = file_type_name(*s.file_type);
+  return (name.empty() ? "unknown" : name) +
+         " (general.file_type = " + std::to_string(*s.file_type) + ")";
+}
+
+std::string summary_text(const Summary& s) {
+  auto or_unknown = [](const std::optional<uint64_t>& v) {
+    return v ? std::to_string(*v) : std::string("not set");
+  };
+  std::string architecture;
+  append_escaped(&architecture, s.architecture, '\0');  // untrusted: kept on one line
+  return "architecture: " + (architecture.empty() ? "not set" : architecture) + "\n" +
+         "parameters:   " + human_count(s.parameters) + " (" + std::to_string(s.parameters) +
+         ")\n" + "file type:    " + file_type_text(s) + "\n" +
+         "context:      " + or_unknown(s.context) + "\n" + "vocab:        " + or_unknown(s.vocab) +
+         "\n";
+}
+
 std::string pad_right(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
 }
 
 }  // namespace
+
+std::string file_type_name(uint64_t id) {
+  // llama.h's enum llama_ftype (4-6 and 33-35 are retired ids).
+  static const std::map<uint64_t, const char*> kNames = {
+      {0, "ALL_F32"},  {1, "F16"},      {2, "Q4_0"},       {3, "Q4_1"},    {7, "Q8_0"},
+      {8, "Q5_0"},     {9, "Q5_1"},     {10, "Q2_K"},      {11, "Q3_K_S"}, {12, "Q3_K_M"},
+      {13, "Q3_K_L"},  {14, "Q4_K_S"},  {15, "Q4_K_M"},    {16, "Q5_K_S"}, {17, "Q5_K_M"},
+      {18, "Q6_K"},    {19, "IQ2_XXS"}, {20, "IQ2_XS"},    {21, "Q2_K_S"}, {22, "IQ3_XS"},
+      {23, "IQ3_XXS"}, {24, "IQ1_S"},   {25, "IQ4_NL"},    {26, "IQ3_S"},  {27, "IQ3_M"},
+      {28, "IQ2_S"},   {29, "IQ2_M"},   {30, "IQ4_XS"},    {31, "IQ1_M"},  {32, "BF16"},
+      {36, "TQ1_0"},   {37, "TQ2_0"},   {38, "MXFP4_MOE"},
+  };
+  const auto it = kNames.find(id);
+  return it == kNames.end() ? "" : it->second;
+}
 
 std::string describe_text(const File& file, const DescribeOptions& options) {
   uint64_t tensor_bytes = 0;
@@ -100,10 +188,10 @@ std::string describe_text(const File& file, const DescribeOptions& options) {
     tensor_bytes += t.n_bytes;
     tensor_elements += t.n_elements;
   }
-  std::string out = "GGUF v" + std::to_string(file.version()) + ", " +
-                    std::to_string(file.metadata().size()) + " metadata keys, " +
-                    std::to_string(file.tensors().size()) + " tensors, alignment " +
-                    std::to_string(file.alignment()) + ", ";
+  std::string out = summary_text(summarize(file));
+  out += "GGUF v" + std::to_string(file.version()) + ", " + std::to_string(file.metadata().size()) +
+         " metadata keys, " + std::to_string(file.tensors().size()) + " tensors, alignment " +
+         std::to_string(file.alignment()) + ", ";
   // A file without tensors has no data section (vocab-only files end after their metadata).
   if (!file.tensors().empty()) out += "data at offset " + std::to_string(file.data_offset()) + ", ";
   out += "file size " + std::to_string(file.image().size()) + " bytes\n";
@@ -112,7 +200,12 @@ std::string describe_text(const File& file, const DescribeOptions& options) {
     out += "  ";
     append_escaped(&out, key, '\0');
     out += ": " + type_string(value) + " = " +
-           format_value(value, options.max_array_items, options.max_string_bytes) + "\n";
+           format_value(value, options.max_array_items, options.max_string_bytes);
+    const std::optional<uint64_t> id = value.as_uint();
+    if (key == "general.file_type" && id && !file_type_name(*id).empty()) {
+      out += " (" + file_type_name(*id) + ")";
+    }
+    out += "\n";
   }
   if (file.tensors().empty()) return out;
 
@@ -166,10 +259,23 @@ nlohmann::json describe_json(const File& file, const DescribeOptions& options) {
                        {"bytes", t.n_bytes}});
     tensor_bytes += t.n_bytes;
   }
-  return {{"version", file.version()},         {"alignment", file.alignment()},
-          {"data_offset", file.data_offset()}, {"file_size", file.image().size()},
-          {"tensor_bytes", tensor_bytes},      {"metadata", std::move(metadata)},
-          {"tensors", std::move(tensors)}};
+  const Summary s = summarize(file);
+  auto or_null = [](const std::optional<uint64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  const std::string type_name = s.file_type ? file_type_name(*s.file_type) : "";
+  nlohmann::json summary = {
+      {"architecture", s.architecture.empty() ? nlohmann::json(nullptr)
+                                              : nlohmann::json(valid_utf8(s.architecture))},
+      {"parameters", s.parameters},
+      {"file_type", or_null(s.file_type)},
+      {"file_type_name", type_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(type_name)},
+      {"context_length", or_null(s.context)},
+      {"vocab_size", or_null(s.vocab)}};
+  return {{"summary", std::move(summary)},    {"version", file.version()},
+          {"alignment", file.alignment()},    {"data_offset", file.data_offset()},
+          {"file_size", file.image().size()}, {"tensor_bytes", tensor_bytes},
+          {"metadata", std::move(metadata)},  {"tensors", std::move(tensors)}};
 }
 
 }  // namespace strata::gguf

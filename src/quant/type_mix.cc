@@ -6,6 +6,8 @@
 #include <optional>
 #include <utility>
 
+#include "kernels/dequantize_scalar.h"
+
 namespace strata::quant {
 namespace {
 
@@ -245,10 +247,12 @@ DType TypeMix::mixed_type(const std::string& name, uint64_t row_length) {
 TensorChoice TypeMix::choose(const gguf::TensorInfo& tensor) {
   const DType input = tensor.type;
   if (!is_quantizable_name(tensor.name, tensor.dims.size())) return {input, false, ""};
-  if (!is_float_type(input)) {
+  // Quantized inputs are dequantized and quantized again (the CLI asks for --allow-requantize
+  // first); a type strata cannot dequantize is kept.
+  if (!is_float_type(input) && !kernels::can_dequantize_scalar(input)) {
     return {input, false,
-            "tensor " + tensor.name + " is already " + std::string(dtype_name(input)) +
-                " (only F32, F16 and BF16 are quantized); kept"};
+            "tensor " + tensor.name + " is " + std::string(dtype_name(input)) +
+                ", which strata cannot dequantize; kept"};
   }
   const uint64_t row_length = tensor.dims[0];
   DType type = pure_ ? file_type_.default_type : mixed_type(tensor.name, row_length);

@@ -60,7 +60,9 @@ class TypeMix {
   // fallback still applies.
   TypeMix(const FileType& file_type, ModelShape shape, bool has_importance, bool pure);
 
-  // Call once per tensor, in file order.
+  // Call once per tensor, in file order. A tensor already quantized is chosen a type like a
+  // float one (quantize_model dequantizes it first; `strata quantize` asks for
+  // --allow-requantize); one of a type strata cannot dequantize is kept.
   TensorChoice choose(const gguf::TensorInfo& tensor);
 
  private:

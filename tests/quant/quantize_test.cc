@@ -255,6 +255,32 @@ TEST_F(TinyModel, PureGivesEveryMatrixTheDefaultType) {
   }
 }
 
+// A quantized input is dequantized and quantized again (the CLI asks for --allow-requantize
+// first): the Q8_0 file's matrices become Q4_K, close to what quantizing the F16 original gives.
+TEST_F(TinyModel, QuantizedInputIsRequantized) {
+  TempFile q8("tiny_q8.gguf"), from_q8("tiny_q8_q4.gguf"), direct("tiny_direct_q4.gguf");
+  ASSERT_TRUE(quantize(path(), q8.path(), "Q8_0", 2).ok());
+  Result<QuantizeReport> report = quantize(q8.path(), from_q8.path(), "Q4_K_M", 2, "", true);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_TRUE(report->warnings.empty());
+  ASSERT_TRUE(quantize(path(), direct.path(), "Q4_K_M", 2, "", true).ok());
+  std::unique_ptr<gguf::File> requantized = open_gguf(from_q8.path()),
+                              once = open_gguf(direct.path());
+  ASSERT_TRUE(requantized && once);
+  for (size_t i = 0; i < requantized->tensors().size(); ++i) {
+    const gguf::TensorInfo& t = requantized->tensors()[i];
+    EXPECT_EQ(t.type, t.dims.size() == 1 ? DType::kF32 : DType::kQ4_K) << t.name;
+    if (t.dims.size() == 1) continue;
+    const std::vector<float> a = tensor_values(t), b = tensor_values(once->tensors()[i]);
+    double diff = 0, norm = 0;
+    for (size_t k = 0; k < a.size(); ++k) {
+      diff += (a[k] - b[k]) * (a[k] - b[k]);
+      norm += b[k] * b[k];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 0.1) << t.name;
+  }
+}
+
 TEST_F(TinyModel, OutputDoesNotDependOnTheThreadCount) {
   TempFile one("threads_1.gguf"), three("threads_3.gguf");
   Result<QuantizeReport> a = quantize(path(), one.path(), "Q4_K_M", 1);
