@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/commands.h"
@@ -50,35 +49,7 @@ void print_type_summary(const QuantizeReport& r) {
   }
 }
 
-// "NAME is TYPE" for the first weight matrix of `path` that is already quantized (not F32, F16
-// or BF16), or "" (also when the file cannot be read: quantize_model then says why).
-std::string first_quantized_matrix(const std::string& path) {
-  Result<std::string> text = describe_model_file(path, /*json=*/true);
-  if (!text.ok()) return "";
-  const nlohmann::json file = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!file.is_object() || !file.contains("tensors")) return "";
-  for (const nlohmann::json& t : file["tensors"]) {
-    const std::string type = t.value("type", "");
-    if (t.value("shape", nlohmann::json::array()).size() < 2) continue;
-    if (type == "f32" || type == "f16" || type == "bf16") continue;
-    return t.value("name", "") + " is " + type;
-  }
-  return "";
-}
-
-int run(const QuantizeOptions& options, bool allow_requantize) {
-  const std::string quantized = first_quantized_matrix(options.input_path);
-  if (!quantized.empty() && !allow_requantize) {
-    return report(
-        make_error(ErrorCode::kInvalidArgument,
-                   options.input_path + " is already quantized (" + quantized +
-                       "): requantizing loses more than quantizing the F32/F16/BF16 original; pass "
-                       "--allow-requantize to do it anyway"));
-  }
-  if (!quantized.empty()) {
-    std::fprintf(stderr, "warning: requantizing %s (%s): quality is lower than from the original\n",
-                 options.input_path.c_str(), quantized.c_str());
-  }
+int run(const QuantizeOptions& options) {
   Result<QuantizeReport> result = quantize_model(options, print_progress);
   if (!result.ok()) return report(result.error());
   const QuantizeReport& r = *result;
@@ -106,7 +77,6 @@ int run(const QuantizeOptions& options, bool allow_requantize) {
 
 Command add_quantize_command(CLI::App& app) {
   auto options = std::make_shared<QuantizeOptions>();
-  auto allow_requantize = std::make_shared<bool>(false);
   std::string types;
   for (const std::string& t : quantize_type_names()) types += (types.empty() ? "" : ", ") + t;
   CLI::App* sub =
@@ -122,10 +92,10 @@ Command add_quantize_command(CLI::App& app) {
                   "importance matrix from llama-imatrix (.gguf, or the legacy .dat format)");
   sub->add_flag("--pure", options->pure,
                 "every matrix at the type's default type (no raised attn_v/ffn_down/output)");
-  sub->add_flag("--allow-requantize", *allow_requantize,
+  sub->add_flag("--allow-requantize", options->allow_requantize,
                 "quantize a file whose weights are already quantized (dequantized first; worse "
                 "than quantizing the original)");
-  return {sub, [options, allow_requantize] { return run(*options, *allow_requantize); }};
+  return {sub, [options] { return run(*options); }};
 }
 
 }  // namespace strata::cli

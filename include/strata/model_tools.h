@@ -61,6 +61,10 @@ struct QuantizeOptions {
   // Every quantizable matrix at the type's default type (no raised attn_v/ffn_down/output);
   // rows that do not fit still fall back.
   bool pure = false;
+  // An input whose weight matrices are already quantized is refused (kInvalidArgument, naming
+  // the first): requantizing loses more than quantizing the F32/F16/BF16 original. With this set
+  // such matrices are dequantized and quantized again (llama.cpp's --allow-requantize).
+  bool allow_requantize = false;
 };
 
 // The file types, as llama-quantize names them: "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K",

@@ -103,6 +103,18 @@ Result<const float*> importance_for(const quant::ImportanceMatrix* imatrix,
                         std::to_string(want) + ": was the matrix computed for another model?");
 }
 
+// "NAME is TYPE" for the first weight matrix of `in` that is already quantized, or "".
+std::string first_quantized_matrix(const gguf::File& in) {
+  for (const gguf::TensorInfo& t : in.tensors()) {
+    if (t.dims.size() < 2 || t.type == DType::kF32 || t.type == DType::kF16 ||
+        t.type == DType::kBF16) {
+      continue;
+    }
+    return t.name + " is " + std::string(dtype_name(t.type));
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<std::string> quantize_type_names() {
@@ -124,6 +136,13 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
                       "input model " + options.input_path + ": " + opened.error().message);
   }
   const gguf::File& in = **opened;
+  const std::string quantized = first_quantized_matrix(in);
+  if (!quantized.empty() && !options.allow_requantize) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      options.input_path + " is already quantized (" + quantized +
+                          "): requantizing loses more than quantizing the F32/F16/BF16 "
+                          "original; pass --allow-requantize to do it anyway");
+  }
   std::optional<quant::ImportanceMatrix> imatrix;
   if (!options.imatrix_path.empty()) {
     STRATA_ASSIGN_OR_RETURN(imatrix, quant::load_importance_matrix(options.imatrix_path));
@@ -135,6 +154,10 @@ Result<QuantizeReport> quantize_model(const QuantizeOptions& options,
   writer.set("general.quantization_version", gguf::Value::uint32(kQuantizationVersion));
 
   QuantizeReport report;
+  if (!quantized.empty()) {
+    report.warnings.push_back("requantizing " + options.input_path + " (" + quantized +
+                              "): quality is lower than from the original");
+  }
   report.file_type = std::string(file_type->name);
   report.file_type_id = file_type->id;
   report.tensors.reserve(in.tensors().size());

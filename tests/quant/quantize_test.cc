@@ -260,9 +260,15 @@ TEST_F(TinyModel, PureGivesEveryMatrixTheDefaultType) {
 TEST_F(TinyModel, QuantizedInputIsRequantized) {
   TempFile q8("tiny_q8.gguf"), from_q8("tiny_q8_q4.gguf"), direct("tiny_direct_q4.gguf");
   ASSERT_TRUE(quantize(path(), q8.path(), "Q8_0", 2).ok());
-  Result<QuantizeReport> report = quantize(q8.path(), from_q8.path(), "Q4_K_M", 2, "", true);
+  // Refused unless asked for, then re-encoded with a warning.
+  Result<QuantizeReport> refused = quantize(q8.path(), from_q8.path(), "Q4_K_M", 2, "", true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--allow-requantize"), std::string::npos);
+  Result<QuantizeReport> report =
+      quantize(q8.path(), from_q8.path(), "Q4_K_M", 2, "", true, /*allow_requantize=*/true);
   ASSERT_TRUE(report.ok()) << report.error().message;
-  EXPECT_TRUE(report->warnings.empty());
+  ASSERT_EQ(report->warnings.size(), 1u);
+  EXPECT_NE(report->warnings[0].find("requantizing"), std::string::npos);
   ASSERT_TRUE(quantize(path(), direct.path(), "Q4_K_M", 2, "", true).ok());
   std::unique_ptr<gguf::File> requantized = open_gguf(from_q8.path()),
                               once = open_gguf(direct.path());

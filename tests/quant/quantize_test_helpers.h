@@ -32,8 +32,10 @@ inline std::unique_ptr<gguf::File> open_gguf(const std::string& path) {
 
 inline Result<QuantizeReport> quantize(const std::string& in, const std::string& out,
                                        const std::string& type, int threads = 2,
-                                       const std::string& imatrix = "", bool pure = false) {
+                                       const std::string& imatrix = "", bool pure = false,
+                                       bool allow_requantize = false) {
   QuantizeOptions o;
+  o.allow_requantize = allow_requantize;
   o.input_path = in;
   o.output_path = out;
   o.type = type;
