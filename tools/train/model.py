@@ -156,3 +156,169 @@ class Llama(nn.Module):
 
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+# --- Hand-wired induction circuit (an initialization; the architecture is unchanged) ----------
+#
+# Trained from random weights, the testbed models never found the induction circuit retrieval
+# rests on (a previous-token head in an early layer and a head in a later one that matches the
+# current token against it and copies what followed): thousands of steps of task rows left
+# answer digits at chance. Set at initialization instead, the circuit is there from step 0 and
+# training adapts it (tools/train/README.md, "Induction at initialization").
+
+def prev_token_weights(base: float, head_dim: int, pairs: int, max_dist: int = 8192,
+                       iters: int = 1500) -> tuple[list[float], float]:
+    """Weights w_p >= 0 (sum 1) of RoPE pairs 0..pairs-1 so that S(m) = sum_p w_p cos((1-m) th_p)
+    peaks at m = 1 with the largest margin over every other distance 0..max_dist; and the margin.
+    Deterministic (float64, fixed start)."""
+    th = torch.tensor([base ** (-2 * p / head_dim) for p in range(pairs)], dtype=torch.float64)
+    m = torch.arange(0, max_dist + 1, dtype=torch.float64)
+    m = m[m != 1]
+    C = torch.cos((1 - m)[:, None] * th[None, :])
+    z = torch.zeros(pairs, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([z], lr=0.05)
+    with torch.enable_grad():
+        for _ in range(iters):
+            loss = torch.logsumexp(200 * (C @ torch.softmax(z, 0)), 0) / 200
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    w = torch.softmax(z.detach(), 0)
+    return w.tolist(), float(1 - (C @ w).max())
+
+
+@torch.no_grad()
+def wire_induction(model: Llama, prev_layer: int = 0, ind_layer: int = 1, const: float = 0.1,
+                   prev_scale: float = 50.0, prev_pairs: int = 16, match_pair: int = 18,
+                   alpha: float = 6.0, beta: float = 6.0, gamma: float = 8.0,
+                   embed_scale: float = 1.0, bigram: bool = False, seed: int = 0) -> dict:
+    """Sets an induction circuit into a freshly initialized model:
+    - every token embedding gets `const` in dimension 0, a direction RMSNorm leaves nearly
+      constant (about 4.6 after the norm), so a head can attend by position alone;
+    - layer prev_layer, query head 0 (and dims 0..2*prev_pairs-1 of KV head 0): a previous-token
+      head. Q and K read only dimension 0; the phases of RoPE pairs 0..prev_pairs-1 are set so the
+      score peaks at distance 1, weighted (prev_token_weights) for the largest margin against every
+      other distance up to 8,192 (0.26 of the peak; prev_scale = 50 makes it 13 logits). V = R,
+      a 64-d orthonormal projection of the token; O writes it into another 64-d subspace S;
+    - layer ind_layer, query head 0 / KV head 0: the induction head. On the RoPE pairs
+      match_pair..31 (slow enough to be nearly position-invariant over the trained range), K reads
+      S (the previous token) and Q reads the current token through R, so a query scores highest
+      the position after an earlier occurrence of its token; V = R and O = gamma * R^T copy that
+      position's token into the residual stream;
+    - with bigram, a second pair for two-token matches (see below);
+    - the output matrix starts as the embeddings (scaled), so the copied projection raises the
+      copied token's logit (trained untied from there).
+    embed_scale multiplies the embeddings first (10 for the target: at std 0.02 the other layers'
+    outputs, moved by Adam about lr per entry per step, swamp the circuit within ~40 steps).
+    R, S (and S2) lie in dimensions 1.. (not the constant one), from an orthonormal basis drawn
+    with `seed`; nothing here uses torch's global generator. Returns a summary of the settings."""
+    c = model.c
+    D, d = c.dim, c.head_dim
+    if D <= d:
+        raise ValueError("wire_induction needs dim > head_dim")
+    g = torch.Generator().manual_seed(seed)
+    E = model.tok_embeddings.weight
+    E.mul_(embed_scale)
+    E[:, 0] = const * embed_scale
+    rms_e = float(E.pow(2).mean(1).sqrt().mean())
+    x0 = const * embed_scale / rms_e
+    basis = torch.zeros(D, D - 1)
+    basis[1:] = torch.linalg.qr(torch.randn(D - 1, D - 1, generator=g))[0]
+    Rb, Sb = basis[:, :d], basis[:, D - 1 - d:D - 1]  # D x d each, disjoint if dim > 2 * d
+    a0 = model.layers[prev_layer].attn
+    w, margin = prev_token_weights(c.rope_base, d, prev_pairs)
+    a0.wq.weight[0:d] = 0
+    a0.wk.weight[0:2 * prev_pairs] = 0
+    for p in range(prev_pairs):
+        th = c.rope_base ** (-2 * p / d)
+        amp = math.sqrt(8 * prev_scale * w[p]) / x0  # x0^2 * amp^2 / sqrt(d) = prev_scale * w_p
+        a0.wq.weight[2 * p, 0] = amp
+        a0.wk.weight[2 * p, 0] = amp * math.cos(th)
+        a0.wk.weight[2 * p + 1, 0] = amp * math.sin(th)
+    a0.wv.weight[0:d] = Rb.T
+    a0.wo.weight[:, 0:d] = Sb * rms_e
+    a1 = model.layers[ind_layer].attn
+    lo = 2 * match_pair
+    U = torch.linalg.qr(torch.randn(d, d, generator=g))[0][: d - lo]
+    a1.wq.weight[0:d] = 0
+    a1.wq.weight[lo:d] = beta * (U @ Rb.T)
+    a1.wk.weight[lo:d] = alpha * (U @ Sb.T)
+    a1.wv.weight[0:d] = Rb.T
+    a1.wo.weight[:, 0:d] = gamma * rms_e * Rb
+    if bigram:
+        # A second pair: layer prev_layer's query head 1 attends two back (same keys, the phase
+        # of distance 2) and writes that token into a third subspace S2; in layer ind_layer, the
+        # first query head of KV head 1 matches the previous token (S) against the token two
+        # back (S2) and copies the same way. The two heads' votes add, so a continuation that
+        # follows the last two tokens wins over one that follows only the last.
+        group = c.n_heads // c.n_kv_heads
+        if c.n_kv_heads < 2 or group < 2 or D - 1 < 3 * d:
+            raise ValueError("bigram wiring needs 2 KV heads, 2 query heads per KV head and "
+                             "dim >= 3 * head_dim + 1")
+        S2b = basis[:, d:2 * d]
+        q1 = slice(d, 2 * d)
+        a0.wq.weight[q1] = 0
+        for p in range(prev_pairs):
+            th = c.rope_base ** (-2 * p / d)
+            amp = math.sqrt(8 * prev_scale * w[p]) / x0
+            a0.wq.weight[d + 2 * p, 0] = amp * math.cos(th)
+            a0.wq.weight[d + 2 * p + 1, 0] = -amp * math.sin(th)
+        a0.wo.weight[:, q1] = S2b * rms_e
+        qh = group * d  # first query head of KV head 1
+        U2 = torch.linalg.qr(torch.randn(d, d, generator=g))[0][: d - lo]
+        a1.wq.weight[qh:qh + d] = 0
+        a1.wq.weight[qh + lo:qh + d] = beta * (U2 @ Sb.T)
+        a1.wk.weight[d + lo:2 * d] = alpha * (U2 @ S2b.T)
+        a1.wv.weight[d:2 * d] = Rb.T
+        a1.wo.weight[:, qh:qh + d] = gamma * rms_e * Rb
+    model.output.weight.copy_(E / rms_e / 8)
+    return {"const_after_norm": round(x0, 2), "prev_margin_logits": round(margin * prev_scale, 1)}
+
+
+def wired_masks(model: Llama, prev_layer: int = 0, ind_layer: int = 1, prev_pairs: int = 16,
+                match_pair: int = 18, bigram: bool = False, **_) -> dict[str, torch.Tensor]:
+    """Parameter name -> 0/1 mask of the entries wire_induction sets (the circuit's rows and
+    columns and the constant embedding dimension). Training holds them for the first steps:
+    early updates (loss near log V, gradients clipped, Adam moving every entry by about lr)
+    otherwise scramble the circuit, whose output weights are ~1e-3, before anything uses it."""
+    d = model.c.head_dim
+    masks: dict[str, torch.Tensor] = {}
+    params = dict(model.named_parameters())
+
+    def mark(name: str, rows=slice(None), cols=slice(None)) -> None:
+        m = masks.setdefault(name, torch.zeros_like(params[name]))
+        m[rows, cols] = 1
+
+    mark("tok_embeddings.weight", cols=0)
+    p0, p1 = f"layers.{prev_layer}.attn.", f"layers.{ind_layer}.attn."
+    mark(p0 + "wq.weight", rows=slice(0, d))
+    mark(p0 + "wk.weight", rows=slice(0, 2 * prev_pairs))
+    mark(p0 + "wv.weight", rows=slice(0, d))
+    mark(p0 + "wo.weight", cols=slice(0, d))
+    mark(p1 + "wq.weight", rows=slice(0, d))
+    mark(p1 + "wk.weight", rows=slice(2 * match_pair, d))
+    mark(p1 + "wv.weight", rows=slice(0, d))
+    mark(p1 + "wo.weight", cols=slice(0, d))
+    if bigram:
+        qh = model.c.n_heads // model.c.n_kv_heads * d
+        mark(p0 + "wq.weight", rows=slice(d, 2 * d))
+        mark(p0 + "wo.weight", cols=slice(d, 2 * d))
+        mark(p1 + "wq.weight", rows=slice(qh, qh + d))
+        mark(p1 + "wk.weight", rows=slice(d + 2 * match_pair, 2 * d))
+        mark(p1 + "wv.weight", rows=slice(d, 2 * d))
+        mark(p1 + "wo.weight", cols=slice(qh, qh + d))
+    return masks
+
+
+@torch.no_grad()
+def copy_accuracy(model: Llama, length: int = 200, seed: int = 0) -> float:
+    """A run of random ordinary pieces, then the run again: the share of the second run's pieces
+    that are the argmax (what an induction circuit gets right without training)."""
+    g = torch.Generator().manual_seed(seed)
+    run = torch.randint(3 + 256, model.c.vocab_size, (length // 2,), generator=g)
+    toks = torch.cat([torch.tensor([1]), run, run])[None]
+    was = model.training
+    model.eval()
+    pred = model(toks[:, :-1])[0, length // 2 + 1:].argmax(-1)
+    model.train(was)
+    return float((pred == toks[0, length // 2 + 2:]).float().mean())

@@ -21,7 +21,7 @@ import tasks  # noqa: E402
 import tokenizer as tok  # noqa: E402
 from data import IGNORE, DataConfig, Sampler  # noqa: E402
 from train import TrainConfig, lr_at, load_stages  # noqa: E402
-from model import Llama, ModelConfig  # noqa: E402
+from model import Llama, ModelConfig, copy_accuracy, wire_induction  # noqa: E402
 
 
 def check_tasks(sp, hay) -> None:
@@ -54,6 +54,30 @@ def check_model() -> None:
     assert (a - chunked).abs().max() < 1e-4, "query chunks must not change attention"
     assert (a[:, :150] - causal).abs().max() == 0, "attention must be causal"
     print("model: relative positions, causal, chunked attention equal")
+
+
+def check_wiring() -> None:
+    """The induction circuit set at initialization copies a repeated random run before any
+    training (random weights copy nothing), and leaves the model's RoPE relative and causal."""
+    torch.manual_seed(0)
+    m = Llama(ModelConfig(dim=128, n_layers=2, n_heads=2, n_kv_heads=1, ffn_dim=256))
+    before = copy_accuracy(m)
+    wire_induction(m)
+    after, long = copy_accuracy(m), copy_accuracy(m, 1000)
+    assert before < 0.05 and after > 0.4 and long > 0.3, (before, after, long)
+    m.eval()
+    t = torch.randint(0, 4096, (1, 300))
+    with torch.no_grad():
+        a, b = m(t), m(t, torch.arange(300)[None] + 4000)
+    assert (a - b).abs().max() < 1e-3, "RoPE must depend on relative positions only"
+    # The target's settings: 2 KV heads, the distance-2 pair of heads as well, embeddings x10.
+    torch.manual_seed(0)
+    t6 = Llama(ModelConfig(dim=256, n_layers=6, n_heads=4, n_kv_heads=2, ffn_dim=768))
+    wire_induction(t6, embed_scale=10.0, bigram=True)
+    target = copy_accuracy(t6)
+    assert target > 0.5, target
+    print(f"wiring: repeated-run copy accuracy {before:.2f} -> {after:.2f} at init "
+          f"({long:.2f} over 1,000 tokens; target shape with bigram heads {target:.2f})")
 
 
 def check_data(stream, sp, hay) -> None:
@@ -120,6 +144,7 @@ def main() -> None:
     stream = np.load(os.path.join(a.work, "data", "train.npy"), mmap_mode="r")
     check_tasks(sp, hay)
     check_model()
+    check_wiring()
     check_data(stream, sp, hay)
     check_schedule()
     check_gguf()

@@ -23,7 +23,7 @@ import corpus
 import tasks
 import tokenizer as tok
 from data import IGNORE, DataConfig, Sampler, eval_windows
-from model import Llama, ModelConfig
+from model import Llama, ModelConfig, copy_accuracy, wire_induction, wired_masks
 
 
 @dataclass
@@ -46,6 +46,8 @@ class TrainConfig:
     long_len: int = 2048
     # Loss weight of task answers (a few tokens in a row of filler and text) against the rest.
     answer_weight: float = 1.0
+    # Steps during which the entries set by init.induction get no gradient (model.wired_masks).
+    hold_wired_steps: int = 0
 
 
 def _from_dict(cls, d: dict):
@@ -198,6 +200,16 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
 
     torch.manual_seed(dc.seed)
     model = Llama(mc)
+    # The config's optional "init": {"induction": {...}} sets an induction circuit into the fresh
+    # weights (model.wire_induction's keyword arguments); a resumed run loads its weights instead.
+    init = raw.get("init", {})
+    unknown = set(init) - {"induction", "comment"}
+    if unknown:
+        raise SystemExit(f"error: unknown init keys {sorted(unknown)}")
+    wired = None
+    if "induction" in init and not os.path.exists(os.path.join(run_dir, "ckpt.pt")):
+        wired = wire_induction(model, **init["induction"])
+    held = wired_masks(model, **init["induction"]) if "induction" in init else {}
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay},
@@ -217,6 +229,9 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
         if os.path.exists(metrics_path):
             os.remove(metrics_path)
         print(f"model: {model.n_params() / 1e6:.2f}M parameters", flush=True)
+        if wired is not None:
+            print(f"induction circuit set at initialization: {wired}; copy accuracy on a repeated "
+                  f"random run: {copy_accuracy(model):.2f}", flush=True)
 
     stop = {"flag": False}
 
@@ -258,6 +273,10 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
         loss = (per_tok * weight).sum() / weight.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if held and step < st.hold_wired_steps:
+            for name, p in model.named_parameters():
+                if name in held:
+                    p.grad.mul_(1 - held[name])
         gnorm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip))
         opt.step()
         step += 1
