@@ -125,3 +125,23 @@ TEST(EvalTaskCliTest, FlagsThatDoNotGoTogetherAreOneError) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// The testbed target (models/testbed, issue 15) retrieves: a 2K passkey case at three depths,
+// greedy with the exact f16 attention, every answer right. The case is generated from its seed,
+// so this is the same prompt on every machine.
+TEST(EvalTaskCliTest, TheTestbedTargetFindsThePasskeyAt2K) {
+  const Outcome o = run_strata(
+      "eval -m models/testbed/target.gguf -t 2 --task passkey --lengths 2048 --depths 0,0.5,1 "
+      "--samples 1 --seed 7 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const nlohmann::json report = nlohmann::json::parse(o.out);
+  EXPECT_EQ(report["accuracy"], 1.0) << o.out;
+  ASSERT_EQ(report["cells"].size(), 3u);
+  for (const nlohmann::json& cell : report["cells"]) EXPECT_EQ(cell["correct"], 1) << cell;
+}
+
+}  // namespace
+}  // namespace strata
