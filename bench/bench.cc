@@ -25,14 +25,6 @@ size_t peak_rss_bytes() {
   return static_cast<size_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
 }
 
-// Random token ids, as llama-bench feeds: the content does not change the work of a forward pass.
-std::vector<TokenId> random_prompt(size_t n, size_t n_vocab, std::mt19937_64& rng) {
-  std::uniform_int_distribution<TokenId> pick(0, static_cast<TokenId>(n_vocab - 1));
-  std::vector<TokenId> tokens(std::max<size_t>(n, 1));
-  for (TokenId& t : tokens) t = pick(rng);
-  return tokens;
-}
-
 GenerationRequest fixed_length_request(std::vector<TokenId> prompt, int new_tokens) {
   GenerationRequest r;
   r.prompt = std::move(prompt);
@@ -131,6 +123,13 @@ SpeculationResult speculation_result(const EngineLoad& before, const EngineLoad&
 }
 
 }  // namespace
+
+std::vector<TokenId> random_prompt(size_t n, size_t n_vocab, std::mt19937_64& rng) {
+  std::uniform_int_distribution<TokenId> pick(0, static_cast<TokenId>(n_vocab - 1));
+  std::vector<TokenId> tokens(std::max<size_t>(n, 1));
+  for (TokenId& t : tokens) t = pick(rng);
+  return tokens;
+}
 
 Stat mean_stddev(const std::vector<double>& xs) {
   Stat s;

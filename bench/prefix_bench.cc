@@ -3,13 +3,6 @@
 namespace strata::bench {
 namespace {
 
-std::vector<TokenId> random_tokens(size_t n, size_t n_vocab, std::mt19937_64& rng) {
-  std::uniform_int_distribution<TokenId> pick(0, static_cast<TokenId>(n_vocab - 1));
-  std::vector<TokenId> tokens(n);
-  for (TokenId& t : tokens) t = pick(rng);
-  return tokens;
-}
-
 // Runs one request; its answer (exactly kPrefixAnswerTokens tokens) is appended to `answer`.
 Result<PrefixCacheRequest> ask(Engine& engine, const std::vector<TokenId>& prompt,
                                std::vector<TokenId>& answer) {
@@ -33,8 +26,8 @@ Result<PrefixCacheResult> run_prefix_cache(Engine& engine, int prefix_tokens, in
   PrefixCacheResult result;
   result.prefix_tokens = prefix_tokens;
   const std::vector<TokenId> system =
-      random_tokens(static_cast<size_t>(prefix_tokens), n_vocab, rng);
-  auto question = [&] { return random_tokens(kPrefixQuestionTokens, n_vocab, rng); };
+      random_prompt(static_cast<size_t>(prefix_tokens), n_vocab, rng);
+  auto question = [&] { return random_prompt(kPrefixQuestionTokens, n_vocab, rng); };
 
   std::vector<TokenId> history = system;
   const std::vector<TokenId> first = question();

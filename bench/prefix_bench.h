@@ -36,6 +36,10 @@ inline int prefix_cache_context(int prefix_tokens, int turns) {
   return prefix_tokens + turns * (kPrefixQuestionTokens + kPrefixAnswerTokens) + 1;
 }
 
+// Random token ids (at least one), as llama-bench feeds: the content does not change the work
+// of a forward pass.
+std::vector<TokenId> random_prompt(size_t n, size_t n_vocab, std::mt19937_64& rng);
+
 // The engine must have prefix caching enabled.
 Result<PrefixCacheResult> run_prefix_cache(Engine& engine, int prefix_tokens, int turns,
                                            std::mt19937_64& rng);

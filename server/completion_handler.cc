@@ -47,6 +47,7 @@ struct Collector {
   size_t cached_tokens = 0;                      // of prompt_tokens, found in the prefix cache
   Clock::time_point arrival = Clock::now();      // of the request
   std::optional<Clock::time_point> first_token;  // of any choice
+  Clock::time_point last_token;                  // of any choice, with first_token
   size_t n_finished = 0;
   std::optional<Error> error;  // a choice failed; the response is an error
 
@@ -59,7 +60,8 @@ struct Collector {
       return;
     }
     if (t.token >= 0) {
-      if (!first_token) first_token = Clock::now();
+      last_token = Clock::now();
+      if (!first_token) first_token = last_token;
       ++c.completion_tokens;
       const bool end_of_generation = t.finish == FinishReason::kStop && t.text.empty();
       if (logprobs && !end_of_generation) {
@@ -106,7 +108,7 @@ struct Collector {
       auto ms = [](Clock::time_point a, Clock::time_point b) {
         return std::chrono::duration<double, std::milli>(b - a).count();
       };
-      u.timings = Timings{ms(arrival, *first_token), ms(*first_token, Clock::now())};
+      u.timings = Timings{ms(arrival, *first_token), ms(*first_token, last_token)};
     }
     return u;
   }

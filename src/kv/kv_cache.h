@@ -148,6 +148,14 @@ class KvCache {
   void save(PageId id);
   bool load_saved(SavedPage&& page);
   PageKey sequence_root(std::string_view salt) const;
+  // The cached pages that begin `tokens` under `root`, whole pages within max_positions, and
+  // their keys.
+  struct CachedRun {
+    std::vector<PageId> pages;
+    std::vector<PageKey> keys;
+  };
+  CachedRun cached_run(std::span<const int32_t> tokens, const PageKey& root,
+                       size_t max_positions) const;
   // Gives seq its own copy of its page `index` if others hold it too; false when no page is free.
   bool make_private(SeqPages& s, size_t index);
   size_t shared_pages_in(const SeqPages& s, size_t from, size_t to) const;

@@ -62,40 +62,39 @@ bool KvCache::load_saved(SavedPage&& saved) {
   return true;
 }
 
+KvCache::CachedRun KvCache::cached_run(std::span<const int32_t> tokens, const PageKey& root,
+                                       size_t max_positions) const {
+  const size_t page_size = shape().page_size;
+  CachedRun run;
+  while ((run.pages.size() + 1) * page_size <= std::min(max_positions, tokens.size())) {
+    const PageKey& parent = run.keys.empty() ? root : run.keys.back();
+    const std::span<const int32_t> page = tokens.subspan(run.pages.size() * page_size, page_size);
+    const PageKey key = chain_key(parent, page);
+    const std::optional<PageId> id = prefix_.find(key, parent, page);
+    if (!id) break;
+    run.pages.push_back(*id);
+    run.keys.push_back(key);
+  }
+  return run;
+}
+
 size_t KvCache::cached_prefix(std::span<const int32_t> tokens, std::string_view salt,
                               size_t max_positions) const {
   if (!prefix_caching_) return 0;
-  const size_t page_size = shape().page_size;
-  PageKey parent = sequence_root(salt);
-  size_t n = 0;
-  while ((n + 1) * page_size <= std::min(max_positions, tokens.size())) {
-    const std::span<const int32_t> page = tokens.subspan(n * page_size, page_size);
-    const PageKey key = chain_key(parent, page);
-    if (!prefix_.find(key, parent, page)) break;
-    parent = key;
-    ++n;
-  }
-  return n * page_size;
+  return cached_run(tokens, sequence_root(salt), max_positions).pages.size() * shape().page_size;
 }
 
 size_t KvCache::attach_prefix(SeqId seq, std::span<const int32_t> tokens, std::string_view salt,
                               size_t max_positions) {
   if (!prefix_caching_) return 0;
   assert(!contains(seq));
-  const size_t page_size = shape().page_size;
   SeqPages& s = sequences_[seq];
   s.root = sequence_root(salt);
-  while ((s.pages.size() + 1) * page_size <= std::min(max_positions, tokens.size())) {
-    const PageKey& parent = s.keys.empty() ? s.root : s.keys.back();
-    const std::span<const int32_t> page = tokens.subspan(s.pages.size() * page_size, page_size);
-    const PageKey key = chain_key(parent, page);
-    const std::optional<PageId> id = prefix_.find(key, parent, page);
-    if (!id) break;
-    pool_.retain(*id);  // a free page leaves the free list
-    s.pages.push_back(*id);
-    s.keys.push_back(key);
-  }
-  s.length = s.pages.size() * page_size;
+  CachedRun run = cached_run(tokens, s.root, max_positions);
+  for (PageId id : run.pages) pool_.retain(id);  // a free page leaves the free list
+  s.pages = std::move(run.pages);
+  s.keys = std::move(run.keys);
+  s.length = s.pages.size() * shape().page_size;
   return s.length;
 }
 
