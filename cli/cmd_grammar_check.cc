@@ -21,6 +21,7 @@ struct GrammarCheckFlags {
   bool json = false;
   std::string root = "root";
   bool best_effort = false;
+  std::string formats = "assert";
   std::string vocab;
   std::string instance;
 };
@@ -53,6 +54,7 @@ int grammar_check(const GrammarCheckFlags& f) {
   OutputConstraint constraint;
   constraint.root = f.root;
   constraint.best_effort = f.best_effort;
+  constraint.formats = f.formats == "annotate" ? FormatPolicy::kAnnotate : FormatPolicy::kAssert;
   if (!f.grammar_file.empty()) {
     auto text = read_file(f.grammar_file);
     if (!text.ok()) return report(text.error());
@@ -115,6 +117,11 @@ Command add_grammar_check_command(CLI::App& app) {
   grammar->excludes(schema)->excludes(json);
   schema->excludes(json);
   sub->add_option("--root", f->root, "start rule of the GBNF grammar")->capture_default_str();
+  sub->add_option("--formats", f->formats,
+                  "JSON Schema `format`: assert (a date-time must be one) or annotate (constrains "
+                  "nothing)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"assert", "annotate"}));
   sub->add_flag("--best-effort", f->best_effort,
                 "drop JSON Schema keywords that cannot be enforced instead of failing");
   sub->add_option("--vocab", f->vocab, "GGUF file whose vocabulary tokenizes the text")->required();

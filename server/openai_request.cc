@@ -204,6 +204,14 @@ void parse_constraint(Fields& f, OutputConstraint& c) {
   }
   c.kind = ConstraintKind::kJsonSchema;
   c.text = schema->dump();
+  // strata's extension: "json_schema_formats": "assert" (default) or "annotate".
+  if (const json* formats = f.find("json_schema_formats")) {
+    if (*formats == "annotate") {
+      c.formats = FormatPolicy::kAnnotate;
+    } else if (*formats != "assert") {
+      return f.fail(field_error("json_schema_formats", "must be \"assert\" or \"annotate\""));
+    }
+  }
 }
 
 // strata's extension: the request's own sparse attention (docs/sparse-attention.md), "attn":

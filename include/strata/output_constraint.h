@@ -18,6 +18,12 @@ enum class ConstraintKind {
   kJsonObject,  // any JSON object (OpenAI's response_format json_object)
 };
 
+// What a JSON Schema `format` means. kAssert (the default, as ajv with ajv-formats): a string
+// with format date-time, email, uri, uuid, ipv4/ipv6, hostname, duration, byte, ... must be one.
+// kAnnotate (the 2020-12 specification's default, and what JSONSchemaBench's validators do):
+// formats are annotations and constrain nothing.
+enum class FormatPolicy { kAssert, kAnnotate };
+
 struct OutputConstraint {
   ConstraintKind kind = ConstraintKind::kNone;
   std::string text;
@@ -25,6 +31,7 @@ struct OutputConstraint {
   // JSON Schema keywords the compiler cannot enforce fail the request unless this is set, in
   // which case they are dropped (the output is then only as strict as the rest of the schema).
   bool best_effort = false;
+  FormatPolicy formats = FormatPolicy::kAssert;
   // Lazy constraint (tool calls with tool_choice "auto"): the output is free until one of these
   // strings appears in it; from the trigger's first byte on it must match the grammar, which
   // therefore starts with the trigger. Empty: the grammar holds from the first token.

@@ -9,7 +9,8 @@ namespace strata::engine {
 
 Result<std::shared_ptr<const grammar::CompiledGrammar>> ConstraintCompiler::compile(
     const OutputConstraint& c, const CompileBudget& budget) {
-  std::string key = std::to_string(static_cast<int>(c.kind)) + (c.best_effort ? "b" : "s");
+  std::string key = std::to_string(static_cast<int>(c.kind)) + (c.best_effort ? "b" : "s") +
+                    (c.formats == FormatPolicy::kAssert ? "f" : "a");
   key += c.root + '\0' + c.text;
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary;
   {

@@ -23,6 +23,7 @@ Result<std::shared_ptr<const Grammar>> grammar_for_constraint(const OutputConstr
     case ConstraintKind::kJsonSchema: {
       JsonSchemaOptions options;
       options.best_effort = constraint.best_effort;
+      options.assert_formats = constraint.formats == FormatPolicy::kAssert;
       STRATA_ASSIGN_OR_RETURN(gbnf, json_schema_to_gbnf(constraint.text, options, meter));
       root = "root";
       break;

@@ -543,6 +543,7 @@ Result<std::string> json_schema_to_gbnf(std::string_view schema_json,
     if (schema.error().code != ErrorCode::kInvalidArgument) return schema.error();
     return make_error(ErrorCode::kInvalidArgument, "the JSON Schema is not valid JSON");
   }
+  if (!options.assert_formats) json_schema_detail::drop_formats(*schema);
   return json_schema_detail::Converter(std::move(schema).value(), options, meter).run();
 }
 
@@ -554,6 +555,11 @@ Result<std::string> parsed_json_schema_to_gbnf(const nlohmann::ordered_json& sch
     return json_schema_detail::too_deep_error(0);
   }
   if (meter) meter->set_subject("the JSON schema");
+  if (!options.assert_formats) {
+    nlohmann::ordered_json annotated = schema;
+    json_schema_detail::drop_formats(annotated);
+    return json_schema_detail::Converter(annotated, options, meter).run();
+  }
   return json_schema_detail::Converter(schema, options, meter).run();
 }
 

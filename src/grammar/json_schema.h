@@ -41,6 +41,10 @@ struct JsonSchemaOptions {
   // Spaces allowed after a newline between two tokens (pretty-printed JSON indents by 2 or 4
   // per level; 40 covers 10 levels of 4, 20 of 2).
   int max_indent = 40;
+  // `format` asserted (as ajv with ajv-formats does: a date-time must be one) or only an
+  // annotation (the 2020-12 specification's default, and what JSONSchemaBench's validators do):
+  // then every `format` is ignored, as if it were absent.
+  bool assert_formats = true;
 };
 
 // JSON text parsed with objects in their written order (a repeated key keeps its first place and

@@ -25,6 +25,11 @@ namespace strata::grammar::json_schema_detail {
 // Ordered, so that `properties` keep the schema's order.
 using Json = nlohmann::ordered_json;
 
+// Removes `format` from every schema object of `schema` (the document and every subschema
+// reached through the applicator keywords and definitions), leaving properties named "format"
+// alone: the annotation-only format policy (JsonSchemaOptions::assert_formats).
+void drop_formats(Json& schema);
+
 // Whether a schema keyword constrains values (as opposed to an annotation).
 bool is_validation_keyword(const std::string& key);
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "grammar/json_schema_converter.h"
 #include "grammar/json_schema_internal.h"
 
 namespace strata::grammar::json_schema_detail {
@@ -86,6 +87,46 @@ std::optional<std::string> format_regex(const std::string& format, bool* unsuppo
   if (auto it = kFormats.find(format); it != kFormats.end()) return it->second;
   *unsupported = kStandardUnenforced.count(format) > 0;
   return std::nullopt;
+}
+
+namespace {
+
+// Keywords whose value is a schema, an array of schemas, or a map from names to schemas.
+const std::set<std::string> kSchemaKeywords = {"items",
+                                               "additionalItems",
+                                               "additionalProperties",
+                                               "not",
+                                               "if",
+                                               "then",
+                                               "else",
+                                               "contains",
+                                               "propertyNames",
+                                               "unevaluatedProperties",
+                                               "unevaluatedItems",
+                                               "prefixItems",
+                                               "allOf",
+                                               "anyOf",
+                                               "oneOf"};
+const std::set<std::string> kSchemaMapKeywords = {
+    "properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"};
+
+}  // namespace
+
+void drop_formats(Json& schema) {
+  if (!schema.is_object()) return;
+  schema.erase("format");
+  for (auto& [key, value] : schema.items()) {
+    if (kSchemaKeywords.count(key)) {
+      if (value.is_array()) {
+        for (Json& item : value) drop_formats(item);
+      } else {
+        drop_formats(value);
+      }
+    } else if (kSchemaMapKeywords.count(key) && value.is_object()) {
+      // dependencies: a schema or a list of names (left alone: not an object).
+      for (auto& [name, sub] : value.items()) drop_formats(sub);
+    }
+  }
 }
 
 }  // namespace strata::grammar::json_schema_detail

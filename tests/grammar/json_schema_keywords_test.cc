@@ -42,9 +42,9 @@ struct Case {
   std::vector<std::string> invalid;
 };
 
-void check(const Case& c) {
+void check(const Case& c, const JsonSchemaOptions& options = {}) {
   SCOPED_TRACE(c.name);
-  auto gbnf = json_schema_to_gbnf(c.schema);
+  auto gbnf = json_schema_to_gbnf(c.schema, options);
   ASSERT_TRUE(gbnf.ok()) << gbnf.error().message;
   auto grammar = parse_gbnf(*gbnf);
   ASSERT_TRUE(grammar.ok()) << grammar.error().message << "\n" << *gbnf;
@@ -353,6 +353,31 @@ TEST(CharDfa, PatternsComplementsAndLengthsAgreeWithStdRegex) {
   EXPECT_FALSE(names.accepts("i"));
   EXPECT_TRUE(names.complement().accepts("i"));
   EXPECT_FALSE(names.complement().accepts("name"));
+}
+
+// The format policy: asserted by default; as annotations, every `format` constrains nothing,
+// including formats the grammar could not enforce, while a property named "format" stays one.
+TEST(JsonSchemaFormats, AssertedByDefaultIgnoredAsAnnotations) {
+  const char* schema =
+      R"({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
+          "host": {"type": "string", "format": "hostname"},
+          "format": {"const": "x"}}, "required": ["when", "format"],
+          "additionalProperties": false})";
+  auto asserted = json_schema_to_gbnf(schema);
+  ASSERT_FALSE(asserted.ok());  // hostname is not enforced: refused, naming it
+  EXPECT_NE(asserted.error().message.find("hostname"), std::string::npos);
+  const char* dated = R"({"type": "string", "format": "date-time"})";
+  check({"asserted", dated, {R"("2024-02-29T12:00:00Z")"}, {R"("not a date")", R"("x")"}});
+  JsonSchemaOptions annotate;
+  annotate.assert_formats = false;
+  check({"annotated", dated, {R"("2024-02-29T12:00:00Z")", R"("not a date")", R"("x")"}, {"1"}},
+        annotate);
+  check({"annotated object",
+         schema,
+         {R"({"when": "yesterday", "host": "-not a host-", "format": "x"})"},
+         {R"({"when": "2024-02-29T12:00:00Z", "format": "y"})",
+          R"({"when": "2024-02-29T12:00:00Z"})"}},
+        annotate);
 }
 
 }  // namespace

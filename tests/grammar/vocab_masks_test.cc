@@ -54,14 +54,16 @@ TEST(TokenVocabulary, PiecesAreWhatTheStreamingDetokenizerEmits) {
   EXPECT_EQ(vocab->piece(hello[0])[0], ' ');  // U+2581 becomes a space
 }
 
-void check_masks_along_document(const std::string& name) {
+// Masks before each token of `document` equal the naive check (feed every token, roll back).
+void check_masks_along_document(const std::string& name, std::string_view grammar,
+                                std::string_view document) {
   auto tok = load(name);
   ASSERT_NE(tok, nullptr);
   auto vocab = TokenVocabulary::from_tokenizer(*tok);
-  auto g = testing::compile_or_die(testing::kJsonGrammar, vocab);
+  auto g = testing::compile_or_die(grammar, vocab);
   ASSERT_NE(g, nullptr);
   GrammarMatcher m(g);
-  const auto ids = tok->encode(kDocument, false, false);
+  const auto ids = tok->encode(document, false, false);
   const size_t n = vocab->size();
   std::vector<uint32_t> words((n + 31) / 32);
   for (size_t step = 0; step <= ids.size(); ++step) {
@@ -85,9 +87,33 @@ void check_masks_along_document(const std::string& name) {
   for (int32_t eog : vocab->eog_ids()) EXPECT_TRUE((words[eog / 32] >> (eog % 32)) & 1);
 }
 
-TEST(VocabMasks, Gpt2JsonDocumentMatchesNaiveCheck) { check_masks_along_document("gpt-2"); }
+TEST(VocabMasks, Gpt2JsonDocumentMatchesNaiveCheck) {
+  check_masks_along_document("gpt-2", testing::kJsonGrammar, kDocument);
+}
 TEST(VocabMasks, DeepseekJsonDocumentMatchesNaiveCheck) {
-  check_masks_along_document("deepseek-llm");
+  check_masks_along_document("deepseek-llm", testing::kJsonGrammar, kDocument);
+}
+
+// Shapes that JSON Schema writes and that leave nearly every token of a 50K-102K vocabulary to
+// the mask-time check (issue 20's slow masks): a small rule called mid-sequence (the first
+// character of a string with minLength 1), a counted group, and a string with a long maxLength
+// (blocks of 1000 characters). Whatever makes them fast must keep them exact.
+constexpr std::string_view kMidSequenceCalls = R"gbnf(
+root ::= "{" ws "\"a\":" ws s1 "," ws "\"b\":" ws hex "," ws "\"c\":" ws long ws "}"
+s1 ::= "\"" char char* "\""
+hex ::= "\"" [I] ([0-9a-f] | "\\\\"){40} "\""
+long ::= "\"" (block{0,2} char{0,999} | block{3} char{0,10}) "\""
+block ::= char{1000}
+char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+ws ::= [ \n]{0,4}
+)gbnf";
+
+constexpr std::string_view kMidSequenceDocument =
+    "{\"a\": \"Ada Lovelace\", \"b\": \"I0123456789abcdef0123456789abcdef01234567\", "
+    "\"c\": \"a longer string, with words and punctuation: 1815, caf\xC3\xA9.\" }";
+
+TEST(VocabMasks, MidSequenceCallsMatchNaiveCheck) {
+  check_masks_along_document("gpt-2", kMidSequenceCalls, kMidSequenceDocument);
 }
 
 }  // namespace

@@ -147,6 +147,13 @@ TEST(OpenAiRequest, ResponseFormatAndGrammarBecomeConstraints) {
   EXPECT_EQ(chat_ok("{" + kMessages + R"(, "response_format": {"type": "text"}})")
                 .generation.constraint.kind,
             ConstraintKind::kNone);
+  // strata's extension: JSON Schema formats as annotations; asserted unless asked.
+  EXPECT_EQ(schema.generation.constraint.formats, FormatPolicy::kAssert);
+  const std::string format = "{" + kMessages + R"(, "response_format": {"type": "json_schema",
+      "json_schema": {"schema": {"type": "string", "format": "email"}}}, "json_schema_formats": )";
+  EXPECT_EQ(chat_ok(format + R"("annotate"})").generation.constraint.formats,
+            FormatPolicy::kAnnotate);
+  EXPECT_EQ(chat_error(format + R"("loose"})").error.code, ErrorCode::kInvalidArgument);
 }
 
 TEST(OpenAiRequest, CompletionPromptsInEveryShape) {
