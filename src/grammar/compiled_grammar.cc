@@ -345,7 +345,34 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
         out.accepted_bits.size() * 4 + out.accepted_ids.size() * 4 + out.uncertain.size() * 8;
     for (const auto& str : out.leftovers) stats_.cache_bytes += str.size() + sizeof(std::string);
   }
+  // Leftovers are what follows a token's first byte, so they fit the signatures' depth.
+  int leftover_depth = 0;
+  for (const PositionTokens& t : tokens_) {
+    leftover_depth = std::max(leftover_depth, static_cast<int>(t.max_leftover_length));
+  }
+  return_signature_.assign(g.elements().size(), 0);
+  for (uint32_t pos = 1; pos < g.elements().size(); ++pos) {
+    if (g.element(pos - 1).kind != ElementKind::kRule) continue;
+    if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
+    return_signature_[pos] = signatures.position(pos, leftover_depth);
+  }
   return ok_status();
+}
+
+CompiledGrammar::LeftoverFlags CompiledGrammar::shared_leftovers(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(leftover_mutex_);
+  auto it = leftover_cache_.find(key);
+  return it == leftover_cache_.end() ? nullptr : it->second;
+}
+
+void CompiledGrammar::share_leftovers(const std::string& key, LeftoverFlags flags) const {
+  std::lock_guard<std::mutex> lock(leftover_mutex_);
+  const size_t bytes = key.size() + flags->size();
+  if (leftover_bytes_ + bytes > kMaxSharedLeftoverBytes) {
+    leftover_cache_.clear();
+    leftover_bytes_ = 0;
+  }
+  if (leftover_cache_.emplace(key, std::move(flags)).second) leftover_bytes_ += bytes;
 }
 
 }  // namespace strata::grammar

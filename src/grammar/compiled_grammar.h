@@ -19,8 +19,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -66,6 +68,21 @@ class CompiledGrammar {
   const PositionTokens& tokens_at(uint32_t pos) const { return tokens_[tokens_index_[pos]]; }
   size_t mask_words() const { return (vocabulary_->size() + 31) / 32; }
   const CompileStats& stats() const { return stats_; }
+  // For a position that follows a rule call (where a stack frame returns): the bounded signature
+  // (bounded_signature.h) of what it accepts next, as deep as the longest leftover of an
+  // uncertain token. Frames with equal signatures down a stack accept the same leftovers, so the
+  // matcher's mask-time check is cached by them, not by the frames themselves: the 1000 calls
+  // of `char` in `char{1000}` share one check instead of walking the leftovers at each.
+  uint32_t return_signature(uint32_t pos) const { return return_signature_[pos]; }
+
+  // The mask-time check's results (which leftovers a stack below accepts), shared by every
+  // matcher of this grammar: their keys name positions and return signatures, not stack nodes,
+  // so a long string's first walk (up to 30 ms on a 102K vocabulary) is paid once per grammar,
+  // not once per request. Thread-safe; bounded to kMaxSharedLeftoverBytes, then started over.
+  using LeftoverFlags = std::shared_ptr<const std::vector<uint8_t>>;
+  LeftoverFlags shared_leftovers(const std::string& key) const;
+  void share_leftovers(const std::string& key, LeftoverFlags flags) const;
+  static constexpr size_t kMaxSharedLeftoverBytes = size_t{64} << 20;
 
  private:
   CompiledGrammar(std::shared_ptr<const Grammar> grammar,
@@ -78,7 +95,11 @@ class CompiledGrammar {
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   // Positions with the same token sets share them (a long counted repetition has thousands).
   std::vector<PositionTokens> tokens_;
-  std::vector<uint32_t> tokens_index_;  // per element position, into tokens_
+  std::vector<uint32_t> tokens_index_;      // per element position, into tokens_
+  std::vector<uint32_t> return_signature_;  // per element position; 0 where no call returns
+  mutable std::mutex leftover_mutex_;
+  mutable std::unordered_map<std::string, LeftoverFlags> leftover_cache_;
+  mutable size_t leftover_bytes_ = 0;
   CompileStats stats_;
 };
 

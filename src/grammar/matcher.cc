@@ -57,8 +57,7 @@ void GrammarMatcher::rollback(size_t n_tokens) {
   history_.resize(history_.size() - n_tokens);
   history_pool_size_.resize(history_.size());
   pool_.truncate(history_pool_size_.back());
-  memo_valid_ = false;      // its state may hold dropped nodes
-  leftover_cache_.clear();  // node ids above the pool size will be reused
+  memo_valid_ = false;  // its state may hold dropped nodes
 }
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
@@ -166,16 +165,30 @@ void GrammarMatcher::compute_mask(const StackSet& state, std::span<uint32_t> wor
 }
 
 // Which leftovers of the top's position the stacks below the top accept. Cached per (position,
-// parent node): sibling values in an array or object sit on the same parent node.
+// return signatures of the frames below): sibling values in an array or object sit on the same
+// frames, and the calls of a rule in a row (`char{1000}`, a counted group) on frames that look
+// alike to every leftover.
 const std::vector<uint8_t>& GrammarMatcher::leftovers_accepted(uint32_t top,
                                                                const PositionTokens& t) {
   const StackNode node = pool_[top];
-  const uint64_t key = uint64_t{node.pos} << 32 | node.parent;
-  auto it = leftover_cache_.find(key);
-  if (it != leftover_cache_.end()) return it->second;
+  leftover_key_.clear();
+  const auto append = [&](uint32_t word) {
+    leftover_key_.append(reinterpret_cast<const char*>(&word), sizeof(word));
+  };
+  append(node.pos);
+  for (uint32_t id = node.parent; id != kBottom; id = pool_[id].parent) {
+    append(compiled_->return_signature(pool_[id].pos));
+  }
+  auto it = leftover_cache_.find(leftover_key_);
+  if (it != leftover_cache_.end()) return *it->second;
   if (leftover_cache_.size() >= kMaxLeftoverCache || !reuse_masks_) leftover_cache_.clear();
-  std::vector<uint8_t>& ok = leftover_cache_[key];
-  ok.assign(t.leftovers.size(), 0);
+  if (reuse_masks_) {
+    if (CompiledGrammar::LeftoverFlags shared = compiled_->shared_leftovers(leftover_key_)) {
+      return *leftover_cache_.emplace(leftover_key_, std::move(shared)).first->second;
+    }
+  }
+  auto flags = std::make_shared<std::vector<uint8_t>>(t.leftovers.size(), 0);
+  std::vector<uint8_t>& ok = *flags;
   const size_t mark = pool_.size();
   advancer_.pop_frame(top, &below_);
   if (!below_.tops.empty()) {
@@ -192,7 +205,8 @@ const std::vector<uint8_t>& GrammarMatcher::leftovers_accepted(uint32_t top,
         [&](uint32_t k, bool accepted, size_t) { ok[k] = accepted; });
   }
   pool_.truncate(mark);
-  return ok;
+  if (reuse_masks_) compiled_->share_leftovers(leftover_key_, flags);
+  return *leftover_cache_.emplace(leftover_key_, std::move(flags)).first->second;
 }
 
 std::string GrammarMatcher::expected_bytes() const {

@@ -80,7 +80,11 @@ class GrammarMatcher {
   std::vector<uint32_t> budget_indices_;    // sorted-vocabulary indices of allowed tokens
   std::vector<int32_t> too_far_;
   static constexpr size_t kMaxLeftoverCache = 1024;
-  std::unordered_map<uint64_t, std::vector<uint8_t>> leftover_cache_;
+  // Keyed by the top's position and the return signatures of the frames below it.
+  // Held here too (cheap to look up, and alive while a mask uses them); the grammar's shared
+  // cache fills it.
+  std::unordered_map<std::string, CompiledGrammar::LeftoverFlags> leftover_cache_;
+  std::string leftover_key_;
   // The last mask, for the state it was computed for (masks depend only on the state, which
   // repeats while generating inside a string or a long repetition).
   StackSet memo_state_;
