@@ -41,6 +41,14 @@ inline constexpr const char* kZeroFraction = "(\".\" \"0\"{1,24})?";
 // GBNF for the JSON integers n with lower <= n <= upper (each side optional, bounds integral).
 std::string integer_range_gbnf(std::optional<int64_t> lower, std::optional<int64_t> upper);
 
+// `multipleOf: step` within the bounds, where a grammar can say it exactly and compactly: an
+// integer step with both bounds (the multiples listed, at most kMaxListedMultiples of them), or a
+// step of 10^-d (0.1, 0.01, ...) with no bound or an inclusive minimum of 0 (at most d fraction
+// digits before trailing zeros). nullopt otherwise.
+inline constexpr int64_t kMaxListedMultiples = 512;
+std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lower,
+                                            std::optional<Bound> upper);
+
 // GBNF for JSON numbers within the bounds, written without an exponent (except a non-negative
 // number with no upper bound, which may use one). Bounds must be integers of magnitude below
 // 1e15; other bounds are kUnsupported.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,34 @@ Result<std::string> number_range_gbnf(std::optional<Bound> lower, std::optional<
     return make_error(ErrorCode::kInvalidArgument, "number bounds admit no value");
   }
   return join_alternatives(alternatives);
+}
+
+std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lower,
+                                            std::optional<Bound> upper) {
+  if (!(step > 0) || !std::isfinite(step)) return std::nullopt;
+  if (step >= 1 && std::floor(step) == step && step < 1e15) {
+    if (!lower || !upper || std::fabs(lower->value) > 1e15 || std::fabs(upper->value) > 1e15) {
+      return std::nullopt;
+    }
+    // The first and last multiples inside the bounds.
+    double first = std::ceil(lower->value / step) * step;
+    if (lower->exclusive && first == lower->value) first += step;
+    double last = std::floor(upper->value / step) * step;
+    if (upper->exclusive && last == upper->value) last -= step;
+    if (first > last) return std::nullopt;
+    const auto k = static_cast<int64_t>(step);
+    const auto lo = static_cast<int64_t>(first), hi = static_cast<int64_t>(last);
+    if ((hi - lo) / k + 1 > kMaxListedMultiples) return std::nullopt;
+    std::vector<std::string> values;
+    for (int64_t v = lo; v <= hi; v += k) values.push_back(gbnf_literal(std::to_string(v)));
+    return join_alternatives(values);
+  }
+  // step = 10^-d: the multiples are the numbers with at most d fraction digits that are not 0.
+  const int d = static_cast<int>(std::lround(-std::log10(step)));
+  if (d < 1 || d > 15 || std::fabs(step - std::pow(10.0, -d)) > 1e-9 * step) return std::nullopt;
+  if (upper || (lower && !(lower->value == 0 && !lower->exclusive))) return std::nullopt;
+  return std::string(lower ? "" : "\"-\"? ") + "(\"0\" | [1-9] [0-9]{0,19}) (\".\" [0-9]{1," +
+         std::to_string(d) + "} \"0\"{0," + std::to_string(kMaxFractionDigits - d) + "})?";
 }
 
 }  // namespace strata::grammar::json_schema_detail

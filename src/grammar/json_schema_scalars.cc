@@ -321,12 +321,13 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
     // Written without an exponent, with a fraction that is not all zeros.
     return std::string("\"-\"? (\"0\" | [1-9] [0-9]{0,19}) \".\" \"0\"{0,23} [1-9] [0-9]{0,23}");
   }
+  std::optional<double> step;  // a multipleOf still to enforce
   if (schema.contains("multipleOf") && schema["multipleOf"].is_number()) {
-    const double step = schema["multipleOf"].get<double>();
-    if (step == 1.0) {
+    const double s = schema["multipleOf"].get<double>();
+    if (s == 1.0) {
       integer = true;
-    } else if (!(integer && step > 0 && std::floor(1.0 / step) == 1.0 / step)) {
-      STRATA_RETURN_IF_ERROR(unenforceable("'multipleOf'", path));
+    } else if (!(integer && s > 0 && s < 1 && std::fabs(std::round(1 / s) - 1 / s) < 1e-9)) {
+      step = s;  // else every integer is a multiple (of 0.5, of 0.1, ...)
     }
   }
   std::optional<Bound> lower, upper;
@@ -367,6 +368,14 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
   }
   std::sort(excluded.begin(), excluded.end());
   excluded.erase(std::unique(excluded.begin(), excluded.end()), excluded.end());
+  if (step) {
+    if (excluded.empty()) {
+      if (std::optional<std::string> multiples = multiple_of_gbnf(*step, lower, upper)) {
+        return *multiples;
+      }
+    }
+    STRATA_RETURN_IF_ERROR(unenforceable("'multipleOf'", path));  // best effort: dropped
+  }
   if (integer) {
     constexpr double kLimit = 9.2e18;
     std::optional<int64_t> lo, hi;

@@ -471,6 +471,9 @@ bool CharDfa::accepts(std::string_view text) const {
 }
 
 void CharDfa::minimize() {
+  // A construction cut off at the state cap is incomplete and only ever refused; Moore's
+  // refinement of its ~16,000 states (a length counter splits one state per round) took minutes.
+  if (overflowed_) return;
   const size_t n = states_.size();
   // Live states: reachable from the start (all are, by construction) and co-reachable.
   std::vector<std::vector<uint32_t>> reverse(n);

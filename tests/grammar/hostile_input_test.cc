@@ -151,6 +151,17 @@ TEST(HostileSchemaTest, LongNameAgainstAPatternDoesNotRecurse) {
   EXPECT_EQ(result.error().code, ErrorCode::kUnsupported);
 }
 
+// A pattern under a long maxLength needs a product automaton past the state cap: it is refused
+// as soon as the construction passes the cap (minimizing the cut-off product took minutes).
+TEST(HostileSchemaTest, LengthBoundPastTheAutomatonCapIsRefusedPromptly) {
+  auto gbnf = json_schema_to_gbnf(
+      R"({"type": "string", "pattern": "^data:image/(png|svg\\+xml);base64,[0-9a-zA-Z+/=]*$",
+          "maxLength": 30000})");
+  ASSERT_FALSE(gbnf.ok());
+  EXPECT_EQ(gbnf.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(gbnf.error().message.find("states"), std::string::npos) << gbnf.error().message;
+}
+
 TEST(HostileGbnfTest, DeepParenthesesAreAnError) {
   const std::string text =
       "root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')') + "\n";

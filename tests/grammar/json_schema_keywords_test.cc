@@ -380,5 +380,31 @@ TEST(JsonSchemaFormats, AssertedByDefaultIgnoredAsAnnotations) {
         annotate);
 }
 
+// multipleOf where a grammar says it exactly: decimal steps 10^-d (at most d fraction digits
+// before trailing zeros), integer steps between two bounds (the multiples listed), steps every
+// integer meets on integers; other steps are still refused, naming the keyword.
+TEST(JsonSchemaMultipleOf, DecimalStepsListedMultiplesAndRefusals) {
+  check({"cents",
+         R"({"type": "number", "multipleOf": 0.01})",
+         {"1", "1.5", "1.25", "-3.10", "0.07", "12.500"},
+         {"1.255", "0.001", "\"1\""}});
+  check({"tenths from 0",
+         R"({"type": "number", "multipleOf": 0.1, "minimum": 0})",
+         {"0", "2.5", "100.0"},
+         {"-1", "0.25", "-0.5"}});
+  check({"multiples of 16",
+         R"({"type": "integer", "minimum": -40, "maximum": 40,
+          "multipleOf": 16})",
+         {"-32", "-16", "0", "16", "32"},
+         {"8", "48", "-48", "33"}});
+  check({"integers are multiples of 0.1",
+         R"({"type": "integer", "multipleOf": 0.1})",
+         {"7", "-12"},
+         {"7.5"}});
+  auto refused = json_schema_to_gbnf(R"({"type": "number", "multipleOf": 0.3})");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("multipleOf"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::grammar
