@@ -15,10 +15,11 @@ namespace strata::grammar::json_schema_detail {
 // Decimal digits allowed in an integer part or a fraction (bounds the text a model can write).
 inline constexpr int kMaxIntegerDigits = 20;
 inline constexpr int kMaxFractionDigits = 24;
-// A string's pattern or minLength is written as an automaton up to this many states (each state
-// a rule of a few positions per character class; beyond it, compiling them costs more than the
-// flat stack saves: 50 s instead of 5 for a schema of 500-state patterns).
-inline constexpr size_t kMaxFlatStringStates = 64;
+// A string's pattern (without length bounds) is written as its automaton up to this many states
+// (each state a rule of a few positions per character class; email's and uri's fit). With length
+// bounds the product automaton grows with the bound: compiling 500-state products cost 50 s
+// instead of 5, so those keep regex_to_gbnf's form.
+inline constexpr size_t kMaxFlatStringStates = 256;
 
 // A numeric bound of `minimum`/`maximum` after folding in exclusiveMinimum/exclusiveMaximum.
 struct Bound {
