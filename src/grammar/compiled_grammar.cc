@@ -346,15 +346,65 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     for (const auto& str : out.leftovers) stats_.cache_bytes += str.size() + sizeof(std::string);
   }
   // Leftovers are what follows a token's first byte, so they fit the signatures' depth.
-  int leftover_depth = 0;
   for (const PositionTokens& t : tokens_) {
-    leftover_depth = std::max(leftover_depth, static_cast<int>(t.max_leftover_length));
+    leftover_depth_ = std::max(leftover_depth_, static_cast<uint32_t>(t.max_leftover_length));
   }
   return_signature_.assign(g.elements().size(), 0);
   for (uint32_t pos = 1; pos < g.elements().size(); ++pos) {
     if (g.element(pos - 1).kind != ElementKind::kRule) continue;
     if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
-    return_signature_[pos] = signatures.position(pos, leftover_depth);
+    return_signature_[pos] = signatures.position(pos, static_cast<int>(leftover_depth_));
+  }
+  return precompute_closed_leftovers(meter);
+}
+
+Status CompiledGrammar::precompute_closed_leftovers(CompileMeter* meter) {
+  const Grammar& g = *grammar_;
+  // The kBytes positions of each rule's own alternatives: where a top stands inside a call.
+  std::vector<std::vector<uint32_t>> positions_of(g.rules().size());
+  for (uint32_t r = 0; r < g.rules().size(); ++r) {
+    for (uint32_t alt : g.rules()[r].alternatives) {
+      for (uint32_t pos = alt; g.element(pos).kind != ElementKind::kEnd; ++pos) {
+        if (g.element(pos).kind == ElementKind::kBytes &&
+            !tokens_[tokens_index_[pos]].uncertain.empty()) {
+          positions_of[r].push_back(pos);
+        }
+      }
+    }
+  }
+  StackPool pool;
+  Advancer advancer(g, &pool);
+  TokenWalkScratch scratch;
+  StackSet below;
+  std::vector<uint32_t> indices;
+  std::string key;
+  const auto append = [&](uint32_t word) {
+    key.append(reinterpret_cast<const char*>(&word), sizeof(word));
+  };
+  for (uint32_t call = 0; call + 1 < g.elements().size(); ++call) {
+    const uint32_t ret = call + 1;
+    if (g.element(call).kind != ElementKind::kRule || g.element(ret).kind == ElementKind::kEnd ||
+        !closes_leftovers(ret)) {
+      continue;
+    }
+    for (uint32_t top : positions_of[g.element(call).value]) {
+      key.clear();
+      append(top);
+      append(return_signature_[ret]);
+      if (leftover_cache_.count(key)) continue;
+      const PositionTokens& t = tokens_[tokens_index_[top]];
+      if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + t.leftovers.size() / 16));
+      pool.clear();
+      advancer.pop_frame(pool.intern(top, pool.intern(ret, kBottom)), &below);
+      auto flags = std::make_shared<std::vector<uint8_t>>(t.leftovers.size(), 0);
+      indices.resize(t.leftovers.size());
+      std::iota(indices.begin(), indices.end(), 0u);
+      walk_strings(
+          indices, [&](uint32_t k) { return std::string_view(t.leftovers[k]); },
+          t.max_leftover_length, advancer, below, nullptr, scratch,
+          [&](uint32_t k, bool accepted, size_t) { (*flags)[k] = accepted; });
+      share_leftovers(key, std::move(flags));
+    }
   }
   return ok_status();
 }

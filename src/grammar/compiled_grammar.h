@@ -74,11 +74,18 @@ class CompiledGrammar {
   // matcher's mask-time check is cached by them, not by the frames themselves: the 1000 calls
   // of `char` in `char{1000}` share one check instead of walking the leftovers at each.
   uint32_t return_signature(uint32_t pos) const { return return_signature_[pos]; }
+  // True when no leftover can pop past a frame returning to `pos` (the fewest bytes that finish
+  // its alternative exceed the longest leftover): a leftover key stops at such a frame, so the
+  // key, and the check, do not depend on what lies below it.
+  bool closes_leftovers(uint32_t pos) const { return grammar_->min_rest(pos) > leftover_depth_; }
 
   // The mask-time check's results (which leftovers a stack below accepts), shared by every
-  // matcher of this grammar: their keys name positions and return signatures, not stack nodes,
-  // so a long string's first walk (up to 30 ms on a 102K vocabulary) is paid once per grammar,
-  // not once per request. Thread-safe; bounded to kMaxSharedLeftoverBytes, then started over.
+  // matcher of this grammar. A key is the top's position, then the return signature of each
+  // frame below it, down to the first frame that closes leftovers or to the bottom (uint32
+  // words). Keys name positions and signatures, not stack nodes, so a check is paid once per
+  // grammar, not once per request; checks below frames that close are made when compiling (a
+  // long string's first one took 30 ms on a 102K vocabulary). Thread-safe; bounded to
+  // kMaxSharedLeftoverBytes, then started over.
   using LeftoverFlags = std::shared_ptr<const std::vector<uint8_t>>;
   LeftoverFlags shared_leftovers(const std::string& key) const;
   void share_leftovers(const std::string& key, LeftoverFlags flags) const;
@@ -88,6 +95,9 @@ class CompiledGrammar {
   CompiledGrammar(std::shared_ptr<const Grammar> grammar,
                   std::shared_ptr<const TokenVocabulary> vocabulary);
   Status precompute(CompileMeter* meter);
+  // The leftover checks below frames that close leftovers, for the positions of the rule
+  // called (return signatures must be set).
+  Status precompute_closed_leftovers(CompileMeter* meter);
   // Per rule: the bytes that may come right after it ends, in any context (FOLLOW sets).
   Result<std::vector<ByteSet>> follow_sets(CompileMeter* meter) const;
 
@@ -97,6 +107,7 @@ class CompiledGrammar {
   std::vector<PositionTokens> tokens_;
   std::vector<uint32_t> tokens_index_;      // per element position, into tokens_
   std::vector<uint32_t> return_signature_;  // per element position; 0 where no call returns
+  uint32_t leftover_depth_ = 0;             // the longest leftover of an uncertain token
   mutable std::mutex leftover_mutex_;
   mutable std::unordered_map<std::string, LeftoverFlags> leftover_cache_;
   mutable size_t leftover_bytes_ = 0;

@@ -178,6 +178,7 @@ const std::vector<uint8_t>& GrammarMatcher::leftovers_accepted(uint32_t top,
   append(node.pos);
   for (uint32_t id = node.parent; id != kBottom; id = pool_[id].parent) {
     append(compiled_->return_signature(pool_[id].pos));
+    if (compiled_->closes_leftovers(pool_[id].pos)) break;
   }
   auto it = leftover_cache_.find(leftover_key_);
   if (it != leftover_cache_.end()) return *it->second;
