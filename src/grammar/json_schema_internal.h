@@ -42,6 +42,10 @@ inline constexpr const char* kZeroFraction = "(\".\" \"0\"{1,24})?";
 // GBNF for the JSON integers n with lower <= n <= upper (each side optional, bounds integral).
 std::string integer_range_gbnf(std::optional<int64_t> lower, std::optional<int64_t> upper);
 
+// The integers in (2^63 - 1, max], max a decimal string of at most 20 digits above 2^63 - 1
+// (uint64 maxima: an int64 range cannot reach them).
+std::string integers_above_int64(const std::string& max);
+
 // `multipleOf: step` within the bounds, where a grammar can say it exactly and compactly: an
 // integer step with both bounds (the multiples listed, at most kMaxListedMultiples of them), or a
 // step of 10^-d (0.1, 0.01, ...) with no bound or an inclusive minimum of 0 (at most d fraction

@@ -169,6 +169,13 @@ Result<std::string> number_range_gbnf(std::optional<Bound> lower, std::optional<
   return join_alternatives(alternatives);
 }
 
+std::string integers_above_int64(const std::string& max) {
+  const std::string first = std::to_string(static_cast<uint64_t>(INT64_MAX) + 1);  // 19 digits
+  if (max.size() == first.size()) return same_length_range(first, max);
+  return join_alternatives({same_length_range(first, std::string(first.size(), '9')),
+                            same_length_range("1" + std::string(max.size() - 1, '0'), max)});
+}
+
 std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lower,
                                             std::optional<Bound> upper) {
   if (!(step > 0) || !std::isfinite(step)) return std::nullopt;

@@ -387,6 +387,15 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
       hi = static_cast<int64_t>(upper->exclusive ? std::ceil(upper->value) - 1
                                                  : std::floor(upper->value));
     }
+    // An inclusive maximum written as an integer past int64 (2^63 - 1 rounds up as a double):
+    // the int64 range, then the integers above it up to the exact maximum, digit by digit.
+    std::string above_int64;
+    if (upper && !upper->exclusive && upper->value >= kLimit && (!lo || *lo >= 0) &&
+        schema.contains("maximum") && schema["maximum"].is_number_unsigned() &&
+        schema["maximum"].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      hi = INT64_MAX;
+      above_int64 = integers_above_int64(std::to_string(schema["maximum"].get<uint64_t>()));
+    }
     std::vector<int64_t> holes;
     for (double v : excluded) {
       if (std::floor(v) == v && std::fabs(v) < kLimit && (!lo || v >= *lo) && (!hi || v <= *hi)) {
@@ -405,6 +414,7 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
       from = hole + 1;
     }
     if (!from || !hi || *from <= *hi) pieces.push_back(integer_range_gbnf(from, hi));
+    if (!above_int64.empty()) pieces.push_back(above_int64);
     if (pieces.empty()) {
       return make_error(ErrorCode::kInvalidArgument, "no integer is left at " + path);
     }

@@ -406,5 +406,15 @@ TEST(JsonSchemaMultipleOf, DecimalStepsListedMultiplesAndRefusals) {
   EXPECT_NE(refused.error().message.find("multipleOf"), std::string::npos);
 }
 
+// A maximum past int64, as schemas of 64-bit unsigned ids write it, is exact: 2^63 - 1 and the
+// maximum differ by less than a double can tell.
+TEST(JsonSchemaIntegers, MaximumPastInt64IsExact) {
+  check({"maximum past int64",
+         R"({"type": "integer", "minimum": 0,
+          "maximum": 9223372036854776000})",
+         {"0", "9223372036854775807", "9223372036854775808", "9223372036854776000"},
+         {"9223372036854776001", "12345678901234567890", "-1"}});
+}
+
 }  // namespace
 }  // namespace strata::grammar
