@@ -158,10 +158,10 @@ struct FirstByteGroup {
 // stacks that differ only beyond the group's longest token share one walk.
 class FirstByteGroupCache {
  public:
-  // The key of (stacks after byte b, follow-set id): each stack as the signatures of its
-  // nodes' positions for the `depth` bytes a token of the group has left, top to bottom, the
-  // stacks sorted.
-  static std::string key(const StackSet& after, uint8_t b, uint32_t follow_id, int depth,
+  // The key of (stacks after byte b, follow-set id) for one part of b's tokens (`part`: b and
+  // the part's index): each stack as the signatures of its nodes' positions for the `depth`
+  // bytes a token of the part has left, top to bottom, the stacks sorted.
+  static std::string key(const StackSet& after, uint32_t part, uint32_t follow_id, int depth,
                          const StackPool& pool, BoundedSignatures& signatures) {
     std::vector<std::vector<uint32_t>> stacks;
     for (uint32_t top : after.tops) {
@@ -172,7 +172,7 @@ class FirstByteGroupCache {
     }
     std::sort(stacks.begin(), stacks.end());
     stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-    std::vector<uint32_t> words{follow_id, b, after.can_end ? 1u : 0u};
+    std::vector<uint32_t> words{follow_id, part, after.can_end ? 1u : 0u};
     for (const auto& chain : stacks) {
       words.insert(words.end(), chain.begin(), chain.end());
       words.push_back(kBottom);
@@ -262,7 +262,32 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
       group_depth[b] = std::max(group_depth[b], static_cast<int>(vocab.sorted_piece(k).size()) - 1);
     }
   }
-  BoundedSignatures signatures(g, *std::max_element(group_depth.begin(), group_depth.end()));
+  // The tokens that start with byte b, split by length: each part is walked and cached at its
+  // own depth, so the few long tokens of a group (runs of 128 spaces) do not make every position
+  // near the end of a long string walk the group's thousands of short ones again.
+  struct TokenPart {
+    std::vector<uint32_t> indices;  // sorted-vocabulary indices, ascending
+    int depth = 0;                  // the most bytes a token of the part has after its first
+  };
+  std::array<std::vector<TokenPart>, 256> parts;
+  constexpr std::array<size_t, 5> kPartLengths = {4, 8, 16, 32, SIZE_MAX};
+  for (unsigned b = 0; b < 256; ++b) {
+    std::array<TokenPart, kPartLengths.size()> by_length;
+    for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
+      const size_t length = vocab.sorted_piece(k).size();
+      size_t i = 0;
+      while (length > kPartLengths[i]) ++i;
+      by_length[i].indices.push_back(k);
+      by_length[i].depth = std::max(by_length[i].depth, static_cast<int>(length) - 1);
+    }
+    for (TokenPart& part : by_length) {
+      if (!part.indices.empty()) parts[b].push_back(std::move(part));
+    }
+  }
+  // A token's bytes after its first, plus the first: the depth at which two positions that look
+  // alike get the same token sets.
+  const int token_depth = *std::max_element(group_depth.begin(), group_depth.end()) + 1;
+  BoundedSignatures signatures(g, token_depth);
   // Bounds the cache's memory on huge grammars (ids held); past it the cache starts over.
   constexpr size_t kMaxCachedEntries = size_t{1} << 24;
   StackPool pool;
@@ -271,10 +296,13 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
   FirstByteGroupCache cache;
   // Positions made of the same groups share one PositionTokens.
   std::map<std::vector<const FirstByteGroup*>, uint32_t> tokens_of_groups;
+  // Positions that every token sees alike (same bounded signature, same FOLLOW set) share their
+  // token sets without the per-byte work: the thousand positions of `char{0,1000}` cost about as
+  // many as the longest token has bytes.
+  std::unordered_map<uint64_t, uint32_t> tokens_of_signature;
   tokens_index_.assign(g.elements().size(), 0);
   tokens_.emplace_back();  // index 0: no tokens (positions that are not kBytes)
   StackSet start, after;
-  std::vector<uint32_t> indices;
   std::vector<const FirstByteGroup*> groups;
   for (uint32_t pos = 0; pos < g.elements().size(); ++pos) {
     const Element& e = g.element(pos);
@@ -286,43 +314,50 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     const uint32_t rule = rule_of[pos];
     const ByteSet& first = g.byte_set(e.value);
     if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
+    const uint64_t position_key =
+        uint64_t{signatures.position(pos, token_depth)} << 32 | follow_id[rule];
+    if (auto it = tokens_of_signature.find(position_key); it != tokens_of_signature.end()) {
+      tokens_index_[pos] = it->second;
+      ++stats_.positions;
+      continue;
+    }
     pool.clear();
     advancer.start_at(pos, &start);
     groups.clear();
     for (unsigned b = 0; b < 256; ++b) {
-      const uint32_t begin = vocab.first_byte_begin(b), end = vocab.first_byte_begin(b + 1);
-      if (begin == end || !first.test(static_cast<uint8_t>(b))) continue;
+      if (parts[b].empty() || !first.test(static_cast<uint8_t>(b))) continue;
       advancer.advance(start, static_cast<uint8_t>(b), &after);
-      std::string key = FirstByteGroupCache::key(after, static_cast<uint8_t>(b), follow_id[rule],
-                                                 group_depth[b], pool, signatures);
-      if (const FirstByteGroup* hit = cache.find(key)) {
-        groups.push_back(hit);
-        continue;
-      }
-      // Walk the group's tokens past their first byte from the stacks after it; a token is
-      // uncertain where it could leave the rule (escape_at[d] is about the byte at d + 1).
-      // A walk of the group's tokens: the costly step, charged by the tokens it walks.
-      if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + (end - begin) / 16));
-      FirstByteGroup group;
-      indices.resize(end - begin);
-      std::iota(indices.begin(), indices.end(), begin);
-      walk_strings(
-          indices, [&](uint32_t k) { return vocab.sorted_piece(k).substr(1); },
-          vocab.max_piece_length(), advancer, after, &follow[rule], scratch,
-          [&](uint32_t k, bool ok, size_t dead) {
-            if (ok) {
-              group.accepted.push_back(vocab.sorted_id(k));
-              return;
-            }
-            const std::string_view piece = vocab.sorted_piece(k);
-            for (size_t d = 0; d < dead; ++d) {
-              if (scratch.escape_at[d]) {
-                group.uncertain.push_back({piece.substr(d + 1), vocab.sorted_id(k)});
+      for (uint32_t i = 0; i < parts[b].size(); ++i) {
+        const TokenPart& part = parts[b][i];
+        std::string key = FirstByteGroupCache::key(after, b | i << 8, follow_id[rule], part.depth,
+                                                   pool, signatures);
+        if (const FirstByteGroup* hit = cache.find(key)) {
+          groups.push_back(hit);
+          continue;
+        }
+        // Walk the part's tokens past their first byte from the stacks after it; a token is
+        // uncertain where it could leave the rule (escape_at[d] is about the byte at d + 1).
+        // A walk of the part's tokens: the costly step, charged by the tokens it walks.
+        if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + part.indices.size() / 16));
+        FirstByteGroup group;
+        walk_strings(
+            part.indices, [&](uint32_t k) { return vocab.sorted_piece(k).substr(1); },
+            vocab.max_piece_length(), advancer, after, &follow[rule], scratch,
+            [&](uint32_t k, bool ok, size_t dead) {
+              if (ok) {
+                group.accepted.push_back(vocab.sorted_id(k));
+                return;
               }
-            }
-          },
-          WalkReport::kAcceptedOrEscaping);
-      groups.push_back(&cache.insert(std::move(key), std::move(group)));
+              const std::string_view piece = vocab.sorted_piece(k);
+              for (size_t d = 0; d < dead; ++d) {
+                if (scratch.escape_at[d]) {
+                  group.uncertain.push_back({piece.substr(d + 1), vocab.sorted_id(k)});
+                }
+              }
+            },
+            WalkReport::kAcceptedOrEscaping);
+        groups.push_back(&cache.insert(std::move(key), std::move(group)));
+      }
     }
     if (advancer.overflowed()) {
       return make_error(ErrorCode::kInvalidArgument,
@@ -335,6 +370,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     const auto [it, inserted] =
         tokens_of_groups.emplace(groups, static_cast<uint32_t>(tokens_.size()));
     tokens_index_[pos] = it->second;
+    tokens_of_signature.emplace(position_key, it->second);
     if (!inserted) continue;
     const PositionTokens& out = tokens_.emplace_back(merge_groups(groups, mask_words()));
     stats_.uncertain_tokens += out.uncertain.size();
