@@ -4,7 +4,8 @@
 # streams (scripts/bench_serve_client.py, through the HTTP API as clients see it).
 #
 # Usage: scripts/bench-serve.sh MODEL [STRATA_BIN] [extra strata serve flags...]
-# Env: TOKENS (per stream, default 64), CONCURRENCY (default 1,4,8,16), ROUNDS (default 2).
+# Env: TOKENS (per stream, default 64), CONCURRENCY (default 1,4,8,16), ROUNDS (default 2),
+# SCHEMA (a JSON Schema file: every stream constrained to it, to see what masks cost the step).
 set -euo pipefail
 model=${1:?usage: bench-serve.sh MODEL [STRATA_BIN] [serve flags...]}
 bin=${2:-build/strata}
@@ -23,4 +24,5 @@ done
 [ -n "${url:-}" ] || { echo "strata serve did not start" >&2; cat "$log"; exit 1; }
 grep -v '^listening' "$log" >&2 || true
 python3 "$here/bench_serve_client.py" "$url" --tokens "${TOKENS:-64}" \
-  --concurrency "${CONCURRENCY:-1,4,8,16}" --rounds "${ROUNDS:-2}"
+  --concurrency "${CONCURRENCY:-1,4,8,16}" --rounds "${ROUNDS:-2}" \
+  ${SCHEMA:+--json-schema "$SCHEMA"}

@@ -29,12 +29,20 @@ def percentile(values, q):
     return s[rank - 1]
 
 
+SCHEMA = None  # --json-schema: every request constrained to it (response_format json_schema)
+
+
 def one_stream(url, prompt, tokens, out):
     parts = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=600)
-    body = json.dumps({"prompt": prompt, "max_tokens": tokens, "temperature": 0,
-                       "ignore_eos": True, "stream": True, "logprobs": 0,
-                       "stream_options": {"include_usage": True}})
+    request = {"prompt": prompt, "max_tokens": tokens, "temperature": 0, "ignore_eos": True,
+               "stream": True, "logprobs": 0, "stream_options": {"include_usage": True}}
+    if SCHEMA is not None:
+        # A constrained reply may end before max_tokens: its grammar decides where it can.
+        request["ignore_eos"] = False
+        request["response_format"] = {"type": "json_schema",
+                                      "json_schema": {"name": "bench", "schema": SCHEMA}}
+    body = json.dumps(request)
     start = time.perf_counter()
     conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
     resp = conn.getresponse()
@@ -97,7 +105,14 @@ def main():
     ap.add_argument("--concurrency", default="1,4,8,16")
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=2, help="rounds per level; the best is kept")
+    ap.add_argument("--json-schema", help="JSON Schema file (or a JSONSchemaBench file with a "
+                    "'schema' member) every request is constrained to")
     args = ap.parse_args()
+    if args.json_schema:
+        global SCHEMA
+        with open(args.json_schema) as f:
+            doc = json.load(f)
+        SCHEMA = doc["schema"] if isinstance(doc, dict) and "schema" in doc else doc
     run_round(args.url, 1, 4)  # warm-up
     print("| streams | tokens | wall s | aggregate tok/s | speedup | TTFT p50 ms | TTFT p99 ms "
           "| ITL p50 ms | ITL p99 ms | errors |")
