@@ -60,21 +60,30 @@ class InstanceOrderer {
     }
   }
 
-  // The subschemas that apply to `instance` in the converter's merge order. For an object, of
-  // an anyOf/oneOf only the branch that fits it best counts (branches may order keys
-  // differently); for other values all branches do.
+  // The subschemas that apply to `instance` in the converter's merge order: a schema's own
+  // keywords and those of its allOf members (and $ref targets) first, then the anyOf/oneOf
+  // branches of all of them. For an object, of an anyOf/oneOf only the branch that fits it best
+  // counts (branches may order keys differently); for other values all branches do.
   void flatten(const Json* schema, const Json& instance, std::vector<const Json*>* out,
                int depth) const {
+    const size_t first = out->size();
+    flatten_own(schema, instance, out, depth);
+    const size_t last = out->size();
+    for (size_t i = first; i < last; ++i) add_branches((*out)[i], instance, out, depth);
+  }
+
+  void flatten_own(const Json* schema, const Json& instance, std::vector<const Json*>* out,
+                   int depth) const {
     if (depth > 32 || !schema->is_object()) return;
     if (std::find(out->begin(), out->end(), schema) != out->end()) return;
     if (schema->contains("$ref") && (*schema)["$ref"].is_string()) {
       if (const Json* target = resolve((*schema)["$ref"].get<std::string>())) {
-        flatten(target, instance, out, depth + 1);
+        flatten_own(target, instance, out, depth + 1);
       }
     }
     out->push_back(schema);
     if (schema->contains("allOf") && (*schema)["allOf"].is_array()) {
-      for (const Json& branch : (*schema)["allOf"]) flatten(&branch, instance, out, depth + 1);
+      for (const Json& branch : (*schema)["allOf"]) flatten_own(&branch, instance, out, depth + 1);
     }
     // The converter rewrites if/then/else and the dependency keywords into allOf pieces after
     // the schema's own allOf (json_schema_negate.cc), in this order.
@@ -105,6 +114,10 @@ class InstanceOrderer {
         }
       }
     }
+  }
+
+  void add_branches(const Json* schema, const Json& instance, std::vector<const Json*>* out,
+                    int depth) const {
     for (const char* key : {"anyOf", "oneOf"}) {
       if (!schema->contains(key) || !(*schema)[key].is_array()) continue;
       const Json& branches = (*schema)[key];
