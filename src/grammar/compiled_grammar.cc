@@ -4,7 +4,6 @@
 #include <array>
 #include <deque>
 #include <map>
-#include <numeric>
 #include <unordered_map>
 
 #include "grammar/bounded_signature.h"
@@ -255,13 +254,6 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
       follow_id[r] = ids.emplace(follow[r].bits, static_cast<uint32_t>(ids.size())).first->second;
     }
   }
-  // The most bytes a token starting with b has after it.
-  std::array<int, 256> group_depth{};
-  for (unsigned b = 0; b < 256; ++b) {
-    for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
-      group_depth[b] = std::max(group_depth[b], static_cast<int>(vocab.sorted_piece(k).size()) - 1);
-    }
-  }
   // The tokens that start with byte b, split by length: each part is walked and cached at its
   // own depth, so the few long tokens of a group (runs of 128 spaces) do not make every position
   // near the end of a long string walk the group's thousands of short ones again.
@@ -286,7 +278,10 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
   }
   // A token's bytes after its first, plus the first: the depth at which two positions that look
   // alike get the same token sets.
-  const int token_depth = *std::max_element(group_depth.begin(), group_depth.end()) + 1;
+  int token_depth = 1;
+  for (const auto& parts_of_byte : parts) {
+    for (const TokenPart& part : parts_of_byte) token_depth = std::max(token_depth, part.depth + 1);
+  }
   BoundedSignatures signatures(g, token_depth);
   // Bounds the cache's memory on huge grammars (ids held); past it the cache starts over.
   constexpr size_t kMaxCachedEntries = size_t{1} << 24;
@@ -412,11 +407,7 @@ Status CompiledGrammar::precompute_closed_leftovers(CompileMeter* meter) {
   Advancer advancer(g, &pool);
   TokenWalkScratch scratch;
   StackSet below;
-  std::vector<uint32_t> indices;
   std::string key;
-  const auto append = [&](uint32_t word) {
-    key.append(reinterpret_cast<const char*>(&word), sizeof(word));
-  };
   for (uint32_t call = 0; call + 1 < g.elements().size(); ++call) {
     const uint32_t ret = call + 1;
     if (g.element(call).kind != ElementKind::kRule || g.element(ret).kind == ElementKind::kEnd ||
@@ -425,20 +416,15 @@ Status CompiledGrammar::precompute_closed_leftovers(CompileMeter* meter) {
     }
     for (uint32_t top : positions_of[g.element(call).value]) {
       key.clear();
-      append(top);
-      append(return_signature_[ret]);
+      append_key_word(&key, top);
+      append_key_word(&key, return_signature_[ret]);
       if (leftover_cache_.count(key)) continue;
       const PositionTokens& t = tokens_[tokens_index_[top]];
       if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + t.leftovers.size() / 16));
       pool.clear();
       advancer.pop_frame(pool.intern(top, pool.intern(ret, kBottom)), &below);
-      auto flags = std::make_shared<std::vector<uint8_t>>(t.leftovers.size(), 0);
-      indices.resize(t.leftovers.size());
-      std::iota(indices.begin(), indices.end(), 0u);
-      walk_strings(
-          indices, [&](uint32_t k) { return std::string_view(t.leftovers[k]); },
-          t.max_leftover_length, advancer, below, nullptr, scratch,
-          [&](uint32_t k, bool accepted, size_t) { (*flags)[k] = accepted; });
+      auto flags = std::make_shared<std::vector<uint8_t>>();
+      accept_leftovers(t.leftovers, t.max_leftover_length, advancer, below, scratch, flags.get());
       share_leftovers(key, std::move(flags));
     }
   }

@@ -86,6 +86,9 @@ class CompiledGrammar {
   // grammar, not once per request; checks below frames that close are made when compiling (a
   // long string's first one took 30 ms on a 102K vocabulary). Thread-safe; bounded to
   // kMaxSharedLeftoverBytes, then started over.
+  static void append_key_word(std::string* key, uint32_t word) {
+    key->append(reinterpret_cast<const char*>(&word), sizeof(word));
+  }
   using LeftoverFlags = std::shared_ptr<const std::vector<uint8_t>>;
   LeftoverFlags shared_leftovers(const std::string& key) const;
   void share_leftovers(const std::string& key, LeftoverFlags flags) const;

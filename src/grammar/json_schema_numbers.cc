@@ -196,7 +196,7 @@ std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lo
     for (int64_t v = lo; v <= hi; v += k) values.push_back(gbnf_literal(std::to_string(v)));
     return join_alternatives(values);
   }
-  // step = 10^-d: the multiples are the numbers with at most d fraction digits that are not 0.
+  // step = 10^-d: the multiples are the numbers whose fraction digits past the d-th are all 0.
   const int d = static_cast<int>(std::lround(-std::log10(step)));
   if (d < 1 || d > 15 || std::fabs(step - std::pow(10.0, -d)) > 1e-9 * step) return std::nullopt;
   if (upper || (lower && !(lower->value == 0 && !lower->exclusive))) return std::nullopt;

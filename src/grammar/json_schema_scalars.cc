@@ -176,23 +176,31 @@ Result<std::string> Converter::string_grammar(const Json& schema, const std::str
     STRATA_RETURN_IF_ERROR(unenforceable("format '" + constraints.unsupported_format + "'", path));
   }
   const std::string quote = gbnf_literal("\"");
-  const std::string hint = path + "/string";
+  // The automaton of all the string constraints, built when first needed and only once.
+  std::optional<Result<CharDfa>> automaton;
+  const auto get_automaton = [&]() -> Result<CharDfa>& {
+    if (!automaton) {
+      automaton = string_automaton(patterns, not_patterns, excluded, min_length, max_length);
+    }
+    return *automaton;
+  };
+  const auto quoted = [&](const CharDfa& dfa) {
+    const std::string start = dfa.to_gbnf(
+        [&] { return new_rule(path + "/string"); },
+        [&](const std::string& name, std::string body) { set_rule(name, std::move(body)); });
+    return quote + " " + start + " " + quote;
+  };
+  const bool one_pattern = patterns.size() == 1 && not_patterns.empty() && excluded.empty();
   // A pattern, written as a small deterministic automaton: its right-linear rules keep every
   // token inside the string's own rules until the closing quote, so masks are decided when the
   // grammar is compiled. Written directly (regex_to_gbnf), a counted group `(a|b){40}` calls a
   // one-character rule mid-sequence, which nearly every token leaves after its first byte, to
   // be walked again at each mask: 1-30 ms on a 102K vocabulary.
-  if (patterns.size() == 1 && not_patterns.empty() && excluded.empty() && min_length == 0 &&
-      max_length < 0) {
-    auto automaton = string_automaton(patterns, {}, {}, 0, -1);
-    if (automaton.ok() && !automaton->empty() && automaton->size() <= kMaxFlatStringStates) {
-      const std::string start = automaton->to_gbnf(
-          [&] { return new_rule(hint); },
-          [&](const std::string& name, std::string body) { set_rule(name, std::move(body)); });
-      return quote + " " + start + " " + quote;
-    }
+  if (one_pattern && min_length == 0 && max_length < 0) {
+    const Result<CharDfa>& dfa = get_automaton();
+    if (dfa.ok() && !dfa->empty() && dfa->size() <= kMaxFlatStringStates) return quoted(*dfa);
   }
-  if (patterns.size() == 1 && not_patterns.empty() && excluded.empty()) {
+  if (one_pattern) {
     auto body = regex_to_gbnf(patterns[0], min_length, max_length);
     if (body.ok()) return quote + " " + *body + " " + quote;
     if (body.error().code != ErrorCode::kUnsupported) {
@@ -200,20 +208,17 @@ Result<std::string> Converter::string_grammar(const Json& schema, const std::str
     }
   }
   if (!patterns.empty() || !not_patterns.empty() || !excluded.empty()) {
-    auto automaton = string_automaton(patterns, not_patterns, excluded, min_length, max_length);
-    if (automaton.ok()) {
-      if (automaton->empty()) {
+    const Result<CharDfa>& dfa = get_automaton();
+    if (dfa.ok()) {
+      if (dfa->empty()) {
         return make_error(ErrorCode::kInvalidArgument, "no string at " + path +
                                                            " satisfies its pattern, format, "
                                                            "length and exclusions together");
       }
-      const std::string start = automaton->to_gbnf(
-          [&] { return new_rule(hint); },
-          [&](const std::string& name, std::string body) { set_rule(name, std::move(body)); });
-      return quote + " " + start + " " + quote;
+      return quoted(*dfa);
     }
-    if (automaton.error().code != ErrorCode::kUnsupported || !options_.best_effort) {
-      return make_error(automaton.error().code, automaton.error().message + " (at " + path + ")");
+    if (dfa.error().code != ErrorCode::kUnsupported || !options_.best_effort) {
+      return make_error(dfa.error().code, dfa.error().message + " (at " + path + ")");
     }
   }
   if (min_length == 0 && max_length < 0) return base("string");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 
 #include "grammar/token_walk.h"
 
@@ -172,12 +171,9 @@ const std::vector<uint8_t>& GrammarMatcher::leftovers_accepted(uint32_t top,
                                                                const PositionTokens& t) {
   const StackNode node = pool_[top];
   leftover_key_.clear();
-  const auto append = [&](uint32_t word) {
-    leftover_key_.append(reinterpret_cast<const char*>(&word), sizeof(word));
-  };
-  append(node.pos);
+  CompiledGrammar::append_key_word(&leftover_key_, node.pos);
   for (uint32_t id = node.parent; id != kBottom; id = pool_[id].parent) {
-    append(compiled_->return_signature(pool_[id].pos));
+    CompiledGrammar::append_key_word(&leftover_key_, compiled_->return_signature(pool_[id].pos));
     if (compiled_->closes_leftovers(pool_[id].pos)) break;
   }
   auto it = leftover_cache_.find(leftover_key_);
@@ -188,23 +184,11 @@ const std::vector<uint8_t>& GrammarMatcher::leftovers_accepted(uint32_t top,
       return *leftover_cache_.emplace(leftover_key_, std::move(shared)).first->second;
     }
   }
-  auto flags = std::make_shared<std::vector<uint8_t>>(t.leftovers.size(), 0);
-  std::vector<uint8_t>& ok = *flags;
+  auto flags = std::make_shared<std::vector<uint8_t>>();
   const size_t mark = pool_.size();
   advancer_.pop_frame(top, &below_);
-  if (!below_.tops.empty()) {
-    if (leftover_indices_.size() < t.leftovers.size()) {
-      const size_t old = leftover_indices_.size();
-      leftover_indices_.resize(t.leftovers.size());
-      std::iota(leftover_indices_.begin() + static_cast<std::ptrdiff_t>(old),
-                leftover_indices_.end(), static_cast<uint32_t>(old));
-    }
-    walk_strings(
-        std::span<const uint32_t>(leftover_indices_).first(t.leftovers.size()),
-        [&](uint32_t k) { return std::string_view(t.leftovers[k]); }, t.max_leftover_length,
-        advancer_, below_, nullptr, walk_scratch_,
-        [&](uint32_t k, bool accepted, size_t) { ok[k] = accepted; });
-  }
+  accept_leftovers(t.leftovers, t.max_leftover_length, advancer_, below_, walk_scratch_,
+                   flags.get());
   pool_.truncate(mark);
   if (reuse_masks_) compiled_->share_leftovers(leftover_key_, flags);
   return *leftover_cache_.emplace(leftover_key_, std::move(flags)).first->second;

@@ -76,8 +76,7 @@ class GrammarMatcher {
   TokenWalkScratch walk_scratch_;
   std::vector<uint32_t> positions_;
   StackSet below_;
-  std::vector<uint32_t> leftover_indices_;  // 0, 1, 2, ...
-  std::vector<uint32_t> budget_indices_;    // sorted-vocabulary indices of allowed tokens
+  std::vector<uint32_t> budget_indices_;  // sorted-vocabulary indices of allowed tokens
   std::vector<int32_t> too_far_;
   static constexpr size_t kMaxLeftoverCache = 1024;
   // Keyed by the top's position and the return signatures of the frames below it.
