@@ -59,14 +59,6 @@ double elapsed_us(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
-Result<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kNotFound, "cannot read " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Feeds `text` token by token; true when every token is allowed and the text may end there.
 // With `mask_us`, the mask before each token is computed and timed.
 bool feed(const std::shared_ptr<const CompiledConstraint>& compiled,
@@ -119,7 +111,7 @@ void feed_tests(const fs::path& file, const Json& tests, const std::string& sche
 void bench_schema(const fs::path& file, const std::shared_ptr<const ConstraintVocabulary>& vocab,
                   FormatPolicy formats, bool progress, Tally* tally) {
   ++tally->schemas;
-  auto content = read_file(file);
+  auto content = read_file(file.string());
   // The parsed file is copied and dumped below, both recursive: deep files are refused first.
   if (content.ok() && json_nesting_depth(*content) > kMaxJsonDepth) {
     tally->notes.push_back(file.string() + ": nests arrays and objects " +

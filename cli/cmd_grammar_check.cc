@@ -26,14 +26,6 @@ struct GrammarCheckFlags {
   std::string instance;
 };
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kNotFound, "cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string printable(const std::string& bytes) {
   std::string out;
   for (unsigned char c : bytes) {

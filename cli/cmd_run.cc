@@ -33,14 +33,6 @@ struct RunFlags {
   bool json = false;             // any JSON object
 };
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kNotFound, "cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // llama.cpp's -e: \n \r \t \' \" \\ and \xHH; any other backslash stays as it is.
 std::string process_escapes(const std::string& in) {
   std::string out;
@@ -72,11 +64,8 @@ std::string process_escapes(const std::string& in) {
   return out;
 }
 
-// The whole of `in` with one trailing newline dropped, as llama.cpp reads -f.
-std::string read_all(std::istream& in) {
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
+// One trailing newline dropped, as llama.cpp reads -f.
+std::string drop_trailing_newline(std::string s) {
   if (!s.empty() && s.back() == '\n') {
     s.pop_back();
     if (!s.empty() && s.back() == '\r') s.pop_back();
@@ -89,12 +78,13 @@ std::string read_all(std::istream& in) {
 Result<std::string> resolve_prompt(const RunFlags& f) {
   std::string text;
   if (!f.prompt_file.empty()) {
-    std::ifstream in(f.prompt_file, std::ios::binary);
-    if (!in) return make_error(ErrorCode::kNotFound, "cannot read " + f.prompt_file);
-    text = read_all(in);
+    STRATA_ASSIGN_OR_RETURN(text, read_file(f.prompt_file));
+    text = drop_trailing_newline(std::move(text));
     if (text.empty()) return make_error(ErrorCode::kInvalidArgument, f.prompt_file + " is empty");
   } else if (f.prompt == "-" || (!f.prompt && !::isatty(STDIN_FILENO))) {
-    text = read_all(std::cin);
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    text = drop_trailing_newline(in.str());
     if (text.empty()) {
       return make_error(ErrorCode::kInvalidArgument,
                         "no prompt: stdin is empty (give -p TEXT or -f FILE)");

@@ -20,14 +20,6 @@ struct TemplateFlags {
   std::optional<std::string> bos, eos, now;
 };
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kNotFound, "cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int render(const TemplateFlags& f) {
   ChatRenderRequest request;
   request.add_generation_prompt = f.add_generation_prompt;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
@@ -232,6 +234,14 @@ std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code
   exit_code = kExitOk;
   warn_if_beyond_trained_context(options, (*engine)->model());
   return std::move(engine).value();
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kNotFound, "cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace strata::cli

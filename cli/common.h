@@ -14,6 +14,9 @@ namespace strata::cli {
 // Prints `error: <message>` to stderr and returns the exit code for bad input.
 int report(const Error& error);
 
+// The whole of a file, or kNotFound naming it.
+Result<std::string> read_file(const std::string& path);
+
 // Checks a -t/--threads value with strata::check_thread_count while the flags are parsed, so a
 // count past kMaxThreads is refused before any model is read.
 CLI::Validator thread_count_validator();
