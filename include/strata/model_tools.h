@@ -1,4 +1,4 @@
-// strata's model file tools: synthesize a Llama-architecture GGUF with random weights at
+// strata's model file tools: synthesize a GGUF with random weights at
 // realistic shapes (for speed measurements without downloading a model), and quantize a GGUF's
 // weight matrices to the GGUF block formats with the community's per-tensor type mixes.
 #pragma once
@@ -30,6 +30,7 @@ std::string format_progress(const WriteProgress& progress);
 
 struct SynthOptions {
   std::string preset = "tiny";  // one of synth_preset_names()
+  std::string arch = "llama";   // one of synth_architecture_names()
   std::string output_path;
   std::string type = "F16";  // weight matrices: F16 or F32 (norms are always F32)
   std::string vocab_path = "../shared/models/stories260K.gguf";  // tokenizer.* keys come from here
@@ -40,12 +41,19 @@ struct SynthOptions {
   uint64_t seed = 0;
   // 0: one per hardware thread; at most kMaxThreads. The file does not depend on it.
   int threads = 0;
+  // `<arch>.pooling_type` to write (1 mean, 2 cls, 3 last: an embedding model); -1 writes none.
+  int pooling_type = -1;
 };
 
-// "tiny", "llama-1b", "llama-3b", "llama-8b".
+// "tiny", "tiny-gqa", "llama-1b", "llama-3b", "llama-8b", "gemma3-1b": the sizes.
 std::vector<std::string> synth_preset_names();
 
-// Writes a Llama GGUF whose weights are drawn from a seeded generator: the same options give a
+// "llama", "gemma", "gemma2", "gemma3", "qwen3", "smollm3", "granite", "olmo2": what the file adds
+// to the Llama block at a preset's size (norms, q/k norms, sliding windows, soft-caps, RoPE
+// variants, multipliers).
+std::vector<std::string> synth_architecture_names();
+
+// Writes a GGUF whose weights are drawn from a seeded generator: the same options give a
 // byte-identical file on every platform and thread count. Tensors are generated while the file
 // is written, one at a time, so an 8B model needs memory for its largest tensor only.
 Status synthesize_model(const SynthOptions& options, const WriteProgressCallback& progress = {});

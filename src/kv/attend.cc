@@ -7,6 +7,7 @@
 #include "kernels/attention_tile.h"
 #include "kernels/kv_format.h"
 #include "kv/paged_attention.h"
+#include "kv/window_attention.h"
 
 namespace strata::kv {
 namespace {
@@ -160,7 +161,7 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
 }  // namespace
 
 void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
-            float scale, const float* q, float* out, ThreadPool& pool) {
+            float scale, const float* q, float* out, ThreadPool& pool, const ScoreOptions& scores) {
   // A rotated cache holds R k and R v (R orthogonal): (R q)·(R k) = q·k, and the output
   // sum_t p_t R v_t = R o is rotated back.
   const size_t head_dim = cache.shape().head_dim, rows = queries.size() * n_heads;
@@ -171,7 +172,9 @@ void attend(KvCache& cache, size_t layer, std::span<const QueryPos> queries, siz
     q = rotated_q.data();
   }
   if (cache.probe() != nullptr) cache.probe()->observe(cache, layer, queries, n_heads, scale, q);
-  if (cache.attention_mode() == AttentionMode::kFast) {
+  if (!scores.plain()) {
+    attend_window(cache, layer, queries, n_heads, scale, scores, q, out, pool);
+  } else if (cache.attention_mode() == AttentionMode::kFast) {
     attend_fast(cache, layer, queries, n_heads, scale, q, out, pool);
   } else {
     attend_exact(cache, layer, queries, n_heads, scale, q, out, pool);

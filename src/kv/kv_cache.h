@@ -39,10 +39,13 @@ class KvCache {
   // a rotated format, every page does, so that one sequence's pages share one space; attention
   // rotates queries in and outputs back (kv::attend).
   bool rotated() const { return rotated_; }
-  // Whether f16 and f32 pages are read as the reference engine reads them (kernels/attention.h):
-  // a cache of one such precision, no tiers, no rotation. Otherwise every page is read by block
-  // (kernels/attention_block.h).
-  bool reference_reads() const { return reference_reads_; }
+  // Whether f16 and f32 pages are read as the reference engine's f16-accumulating attention
+  // reads them (kernels/attention.h): exact mode, a cache of one such precision, no tiers, no
+  // rotation. Otherwise every page is read by block (kernels/attention_block.h), accumulating in
+  // f32 as the fast prompt tiles do (and as the reference engine's CPU flash attention does).
+  bool reference_reads() const {
+    return reference_reads_ && attention_mode_ == AttentionMode::kExact;
+  }
   AttentionMode attention_mode() const { return attention_mode_; }
   void set_attention_mode(AttentionMode mode) { attention_mode_ = mode; }
   // Query-aware sparse attention (kv/page_selection.h). Enabling it keeps key summaries for

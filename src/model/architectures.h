@@ -20,12 +20,32 @@ struct ArchitectureInfo {
   NormKind norm;
   NormPlacement norm_placement;
   Activation activation;
-  TensorUse qkv_bias;  // attn_q.bias, attn_k.bias, attn_v.bias
-  TensorUse out_bias;  // attn_output.bias
-  TensorUse qk_norm;   // attn_q_norm.weight, attn_k_norm.weight
+  TensorUse qkv_bias;               // attn_q.bias, attn_k.bias, attn_v.bias
+  TensorUse out_bias;               // attn_output.bias
+  TensorUse qk_norm;                // attn_q_norm.weight, attn_k_norm.weight
+  bool qk_norm_full_width = false;  // one RMSNorm over all of q (k) rather than one per head
   // Sliding-window layers (attention.sliding_window): every layer but each n-th one (Gemma 3:
   // 6, five local layers to one global; Gemma 2: 2); 0 if every layer attends globally.
+  // attention.sliding_window_pattern overrides it (a period, or a bool per layer).
   size_t sliding_window_period;
+  size_t default_sliding_window = 0;  // when attention.sliding_window is absent (Gemma 2: 4096)
+  // RoPE of the sliding-window layers: base rope.freq_base_swa, else this one (0: the global
+  // layers'); unscaled where the global layers stretch (Gemma 3: base 10000; OLMo 3), or with
+  // the global layers' scale (Gemma 2).
+  float swa_rope_base = 0;
+  bool swa_rope_unscaled = false;
+  bool scale_embeddings = false;  // x = token_embd[token] * sqrt(n_embd) (Gemma)
+  // Soft-caps when the file does not say (Gemma 2: 50 on attention scores, 30 on logits).
+  float default_attn_softcap = 0;
+  float default_final_softcap = 0;
+  // block_count of a variant that scales q·k by 1/sqrt(n_embd / n_heads) instead of
+  // 1/sqrt(head_dim) (Gemma 2 and 3 27B: query_pre_attn_scalar); 0 if none.
+  size_t wide_query_scale_blocks = 0;
+  // Layers without RoPE: every n-th one (SmolLM3: 4); 0 if every layer rotates.
+  size_t no_rope_period = 0;
+  // Granite's multipliers: embedding_scale on the embeddings, residual_scale on each
+  // sub-layer's output before the residual add, logits divided by logit_scale.
+  bool granite_multipliers = false;
 };
 
 // Every supported architecture.

@@ -13,6 +13,7 @@ struct BatchEntry {
   uint32_t pos = 0;  // position in its sequence; earlier positions are cached or earlier here
   int32_t token = 0;
   bool want_logits = false;  // return this position's logits
+  bool want_hidden = false;  // return this position's final-normed hidden state (embeddings)
 };
 
 using Batch = std::vector<BatchEntry>;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/gelu.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kv/attend.h"
@@ -24,11 +25,13 @@ void linear_shared_input(std::initializer_list<LinearOutput> outputs, const floa
   kernels::matmul_shared_input(products, x, n_tokens, pool);
 }
 
-void embed_tokens(const Matrix& token_embd, const Batch& batch, float* x) {
+void embed_tokens(const Matrix& token_embd, const Batch& batch, float scale, float* x) {
+  const size_t n = token_embd.cols;
   for (size_t t = 0; t < batch.size(); ++t) {
-    kernels::dequantize_matrix_row(token_embd.type, token_embd.layout, token_embd.data,
-                                   token_embd.cols, static_cast<size_t>(batch[t].token),
-                                   x + t * token_embd.cols);
+    kernels::dequantize_matrix_row(token_embd.type, token_embd.layout, token_embd.data, n,
+                                   static_cast<size_t>(batch[t].token), x + t * n);
+    if (scale == 1.0f) continue;
+    for (size_t i = 0; i < n; ++i) x[t * n + i] *= scale;
   }
 }
 
@@ -47,6 +50,11 @@ void norm_rows(const LayerSpec& spec, const float* x, const Vector& weight, size
 void add_bias_rows(float* x, const Vector& bias, size_t n_tokens) {
   if (bias.size() == 0) return;
   for (size_t t = 0; t < n_tokens; ++t) kernels::add(x + t * bias.size(), bias.data(), bias.size());
+}
+
+void scale_rows(float* x, float scale, size_t n) {
+  if (scale == 1.0f) return;
+  for (size_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
 void soft_cap(float* x, size_t n, float cap) {
@@ -108,8 +116,9 @@ void apply_rope(const LayerSpec& s, const ModelConfig& c, const Vector& freq_fac
   }
 }
 
-void attention(const ModelConfig& c, size_t layer, float scale, const Batch& batch, const float* q,
-               const float* k, const float* v, kv::KvCache& cache, float* out, ThreadPool& pool) {
+void attention(const ModelConfig& c, size_t layer, const LayerSpec& spec, const Batch& batch,
+               const float* q, const float* k, const float* v, kv::KvCache& cache, float* out,
+               ThreadPool& pool) {
   // Every position of the batch is stored first, so an entry attends to the earlier entries of
   // its own sequence in this batch as well as to the cache.
   std::vector<kv::QueryPos> queries(batch.size());
@@ -117,10 +126,13 @@ void attention(const ModelConfig& c, size_t layer, float scale, const Batch& bat
     cache.write(batch[t].seq, batch[t].pos, layer, k + t * c.kv_dim(), v + t * c.kv_dim());
     queries[t] = {batch[t].seq, batch[t].pos};
   }
-  kv::attend(cache, layer, queries, c.n_heads, scale, q, out, pool);
+  const kv::ScoreOptions scores{spec.attn_logit_softcap, spec.sliding_window};
+  kv::attend(cache, layer, queries, c.n_heads, spec.attn_scale, q, out, pool, scores);
 }
 
-void swiglu_rows(float* gate, const float* up, size_t n_tokens, size_t n) {
+void gated_activation_rows(Activation act, float* gate, const float* up, size_t n_tokens,
+                           size_t n) {
+  if (act == Activation::kGeGlu) return kernels::geglu(gate, up, n_tokens * n);
   // Row by row: the kernel's rounding depends on where a row ends (see kernels::swiglu).
   for (size_t t = 0; t < n_tokens; ++t) kernels::swiglu(gate + t * n, up + t * n, n);
 }

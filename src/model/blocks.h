@@ -25,8 +25,8 @@ struct LinearOutput {
 void linear_shared_input(std::initializer_list<LinearOutput> outputs, const float* x,
                          size_t n_tokens, ThreadPool& pool);
 
-// x[t] = token_embd[batch[t].token]: [T][n_embd]
-void embed_tokens(const Matrix& token_embd, const Batch& batch, float* x);
+// x[t] = token_embd[batch[t].token] * scale: [T][n_embd]
+void embed_tokens(const Matrix& token_embd, const Batch& batch, float scale, float* x);
 
 // out[t] = RMSNorm(x[t]) * weight, row by row: [T][n] (out may be x)
 void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t n, float eps,
@@ -37,13 +37,17 @@ void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t
 void norm_rows(const LayerSpec& spec, const float* x, const Vector& weight, size_t n_tokens,
                size_t n, float* out);
 
+// x[i] *= scale for i in [0, n); nothing for scale 1.
+void scale_rows(float* x, float scale, size_t n);
+
 // x[t][j] += bias[j]: [T][n]; nothing for an absent (empty) bias.
 void add_bias_rows(float* x, const Vector& bias, size_t n_tokens);
 
 // x[i] = cap * tanh(x[i] / cap) for i in [0, n) (Gemma 2's logit soft-capping); nothing for cap 0.
 void soft_cap(float* x, size_t n, float cap);
 
-// Per-head RMSNorm (Qwen3's q_norm/k_norm): each [head_dim] slice of x[t] normalized and scaled.
+// Per-head RMSNorm (Qwen3's q_norm/k_norm): each [head_dim] slice of x[t] normalized and scaled
+// (one head of the row's width: OLMo 2's norm over all of q or k).
 void rms_norm_heads(float* x, const Vector& weight, size_t n_tokens, size_t n_heads,
                     size_t head_dim, float eps);
 
@@ -54,13 +58,15 @@ void apply_rope(const LayerSpec& spec, const ModelConfig& c, const Vector& freq_
                 const Batch& batch, float* q, float* k);
 
 // Writes k, v [T][kv_dim] into the cache, then for each entry and head attends over positions
-// [0, pos] with scores scale * q·k: out [T][q_dim]. Query head h reads KV head
+// [0, pos] (the last spec.sliding_window of them, when set) with scores spec.attn_scale * q·k,
+// soft-capped when spec.attn_logit_softcap is set: out [T][q_dim]. Query head h reads KV head
 // h / (n_heads / n_kv_heads).
-void attention(const ModelConfig& c, size_t layer, float scale, const Batch& batch, const float* q,
-               const float* k, const float* v, kv::KvCache& cache, float* out, ThreadPool& pool);
+void attention(const ModelConfig& c, size_t layer, const LayerSpec& spec, const Batch& batch,
+               const float* q, const float* k, const float* v, kv::KvCache& cache, float* out,
+               ThreadPool& pool);
 
-// gate[t] = silu(gate[t]) * up[t]: [T][n]
-void swiglu_rows(float* gate, const float* up, size_t n_tokens, size_t n);
+// gate[t] = act(gate[t]) * up[t]: [T][n], act SiLU (SwiGLU) or tanh GELU (GeGLU).
+void gated_activation_rows(Activation act, float* gate, const float* up, size_t n_tokens, size_t n);
 
 // x[t] += y[t]: [T][n]
 void residual_add(float* x, const float* y, size_t n_tokens, size_t n);

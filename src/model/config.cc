@@ -191,6 +191,48 @@ Status read_vocab(const gguf::File& file, const std::string& p, ModelConfig& c) 
   return ok_status();
 }
 
+// Which layers attend through a sliding window, and their RoPE: attention.sliding_window
+// positions (or the architecture's default; none when 0), on the layers
+// attention.sliding_window_pattern names (a period n: all but every n-th layer; or a bool per
+// layer), else on the architecture's period. Local layers take rope.freq_base_swa.
+Status fill_sliding_windows(const gguf::File& file, const std::string& p,
+                            const ArchitectureInfo& arch, ModelConfig& c) {
+  if (arch.sliding_window_period == 0) return ok_status();
+  STRATA_ASSIGN_OR_RETURN(const size_t window,
+                          optional_count(file, p + "attention.sliding_window", kMaxContext,
+                                         arch.default_sliding_window));
+  if (window == 0) return ok_status();
+  std::vector<bool> local(c.n_layers);
+  const std::string pattern_key = p + "attention.sliding_window_pattern";
+  const gguf::Value* pattern = file.find(pattern_key);
+  if (pattern != nullptr && pattern->as_array() != nullptr) {
+    const gguf::Array& flags = *pattern->as_array();
+    if (flags.values.size() != c.n_layers) {
+      return invalid("metadata key " + pattern_key + " has " + std::to_string(flags.values.size()) +
+                     " entries for " + std::to_string(c.n_layers) + " blocks (file corrupt)");
+    }
+    for (size_t l = 0; l < c.n_layers; ++l) {
+      std::optional<bool> flag = flags.values[l].as_bool();
+      if (!flag) return invalid("metadata key " + pattern_key + " must be an array of bools");
+      local[l] = *flag;
+    }
+  } else {
+    STRATA_ASSIGN_OR_RETURN(const size_t period, optional_count(file, pattern_key, kMaxBlocks,
+                                                                arch.sliding_window_period));
+    for (size_t l = 0; l < c.n_layers; ++l) local[l] = (l + 1) % period != 0;
+  }
+  float swa_base = arch.swa_rope_base != 0 ? arch.swa_rope_base : c.rope_freq_base;
+  STRATA_ASSIGN_OR_RETURN(swa_base, positive_float(file, p + "rope.freq_base_swa", swa_base));
+  const float swa_scale = arch.swa_rope_unscaled ? 1.0f : c.rope_freq_scale;
+  for (size_t l = 0; l < c.n_layers; ++l) {
+    if (!local[l]) continue;
+    c.layers[l].sliding_window = window;
+    c.layers[l].rope_freq_base = swa_base;
+    c.layers[l].rope_freq_scale = swa_scale;
+  }
+  return ok_status();
+}
+
 // One LayerSpec per block: the architecture's defaults, then what the metadata says.
 Status fill_layer_specs(const gguf::File& file, const std::string& p, const ArchitectureInfo& arch,
                         ModelConfig& c) {
@@ -211,22 +253,26 @@ Status fill_layer_specs(const gguf::File& file, const std::string& p, const Arch
   s.activation = arch.activation;
   s.qkv_bias = arch.qkv_bias == TensorUse::kRequired;
   s.qk_norm = arch.qk_norm == TensorUse::kRequired;
-  STRATA_ASSIGN_OR_RETURN(s.attn_logit_softcap,
-                          positive_float(file, p + "attn_logit_softcapping", 0.0f));
-  STRATA_ASSIGN_OR_RETURN(c.final_logit_softcap,
-                          positive_float(file, p + "final_logit_softcapping", 0.0f));
-  size_t window = 0;
-  if (arch.sliding_window_period > 0) {
-    STRATA_ASSIGN_OR_RETURN(window,
-                            optional_count(file, p + "attention.sliding_window", kMaxContext, 0));
+  s.qk_norm_full_width = arch.qk_norm_full_width;
+  if (arch.granite_multipliers) {
+    STRATA_ASSIGN_OR_RETURN(s.residual_scale, positive_float(file, p + "residual_scale", 1.0f));
+    STRATA_ASSIGN_OR_RETURN(c.embedding_scale, positive_float(file, p + "embedding_scale", 1.0f));
+    STRATA_ASSIGN_OR_RETURN(c.logit_scale, positive_float(file, p + "logit_scale", 1.0f));
+  }
+  STRATA_ASSIGN_OR_RETURN(s.attn_logit_softcap, positive_float(file, p + "attn_logit_softcapping",
+                                                               arch.default_attn_softcap));
+  STRATA_ASSIGN_OR_RETURN(c.final_logit_softcap, positive_float(file, p + "final_logit_softcapping",
+                                                                arch.default_final_softcap));
+  if (arch.wide_query_scale_blocks != 0 && c.n_layers == arch.wide_query_scale_blocks &&
+      file.find(p + "attention.scale") == nullptr) {
+    const size_t query_pre_attn_scalar = c.n_embd / c.n_heads;  // whole, as Gemma's config has it
+    s.attn_scale = 1.0f / std::sqrt(static_cast<float>(query_pre_attn_scalar));
   }
   c.layers.assign(c.n_layers, s);
-  for (size_t l = 0; l < c.n_layers; ++l) {
-    const bool global =
-        arch.sliding_window_period == 0 || (l + 1) % arch.sliding_window_period == 0;
-    c.layers[l].sliding_window = global ? 0 : window;
+  for (size_t l = 0; l < c.n_layers && arch.no_rope_period != 0; ++l) {
+    c.layers[l].rope = (l + 1) % arch.no_rope_period != 0;
   }
-  return ok_status();
+  return fill_sliding_windows(file, p, arch, c);
 }
 
 }  // namespace
@@ -261,6 +307,16 @@ Result<ModelConfig> read_config(const gguf::File& file) {
       c.rms_eps, positive_float(file, p + "attention.layer_norm_rms_epsilon", c.rms_eps, 1.0f));
   STRATA_RETURN_IF_ERROR(read_vocab(file, p, c));
   STRATA_RETURN_IF_ERROR(fill_layer_specs(file, p, *arch, c));
+  if (arch->scale_embeddings) c.embedding_scale = std::sqrt(static_cast<float>(c.n_embd));
+  if (const gguf::Value* pooling = file.find(p + "pooling_type")) {
+    std::optional<int64_t> type =
+        gguf::is_integer_type(pooling->type) ? pooling->as_int() : std::nullopt;
+    if (!type || *type < 0 || *type > 4) {
+      return invalid("metadata key " + p + "pooling_type must be 0 (none), 1 (mean), 2 (cls), " +
+                     "3 (last) or 4 (rank), got " + gguf::format_value(*pooling, 4, 40));
+    }
+    c.pooling_type = static_cast<uint32_t>(*type);
+  }
   return c;
 }
 
@@ -277,12 +333,6 @@ Status check_supported(const ModelConfig& c) {
     const LayerSpec& s = c.layers[l];
     const std::string layer = " (block " + std::to_string(l) + ")";
     if (s.norm != NormKind::kRms) return unsupported(std::string(norm_kind_name(s.norm)) + layer);
-    if (s.activation != Activation::kSwiGlu) {
-      return unsupported(std::string(activation_name(s.activation)) + layer);
-    }
-    // Both need the attention kernel's inner loop (kv::attend).
-    if (s.sliding_window > 0) return unsupported("sliding-window attention" + layer);
-    if (s.attn_logit_softcap > 0) return unsupported("attention logit soft-capping" + layer);
   }
   return ok_status();
 }

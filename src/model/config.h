@@ -12,7 +12,17 @@
 
 namespace strata::model {
 
-enum class Architecture { kLlama, kQwen2, kQwen3 };
+enum class Architecture {
+  kLlama,
+  kQwen2,
+  kQwen3,
+  kGemma,
+  kGemma2,
+  kGemma3,
+  kSmolLm3,
+  kGranite,
+  kOlmo2
+};
 
 // How RoPE pairs the dimensions of a head: GGML's "normal" mode rotates (x[2i], x[2i+1])
 // (Llama GGUFs are converted with Q/K permuted for it); NeoX mode rotates (x[i], x[i + d/2]).
@@ -26,7 +36,8 @@ enum class NormKind { kRms, kLayer };
 // residual add (OLMo 2), or both (Gemma 2/3).
 enum class NormPlacement { kPre, kPost, kPreAndPost };
 
-// The feed-forward network's gated activation: act(W_gate x) * (W_up x).
+// The feed-forward network's gated activation: act(W_gate x) * (W_up x), act SiLU or the tanh
+// approximation of GELU.
 enum class Activation { kSwiGlu, kGeGlu };
 
 const char* norm_kind_name(NormKind kind);
@@ -45,8 +56,11 @@ struct LayerSpec {
   size_t sliding_window = 0;     // attend to the last n positions only; 0: global attention
   Activation activation = Activation::kSwiGlu;
   bool qkv_bias = false;  // attn_q/k/v.bias required (an optional bias is used when present)
-  bool qk_norm = false;   // per-head RMSNorm of q and k before RoPE (attn_q_norm, attn_k_norm)
-  float attn_logit_softcap = 0;  // scores = cap * tanh(scores / cap) when set
+  bool qk_norm = false;   // RMSNorm of q and k before RoPE (attn_q_norm, attn_k_norm), per head
+  bool qk_norm_full_width = false;  // or over all of q and all of k (OLMo 2)
+  bool rope = true;                 // false: this layer's q and k do not rotate (SmolLM3's NoPE)
+  float residual_scale = 1.0f;      // each sub-layer's output times this before the add (Granite)
+  float attn_logit_softcap = 0;     // scores = cap * tanh(scores / cap) when set
 
   bool pre_norm() const { return norm_placement != NormPlacement::kPost; }
   bool post_norm() const { return norm_placement != NormPlacement::kPre; }
@@ -72,6 +86,10 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;     // 1 / rope.scaling.factor for linear scaling
   RopeStyle rope_style = RopeStyle::kNormal;
   float final_logit_softcap = 0;  // final_logit_softcapping: logits = cap * tanh(logits / cap)
+  float embedding_scale = 1.0f;   // x = token_embd[token] * embedding_scale (Gemma: sqrt(n_embd))
+  float logit_scale = 1.0f;       // logits = output(x) / logit_scale (Granite)
+  // pooling_type: how embeddings pool hidden states (0 none, 1 mean, 2 cls, 3 last, 4 rank).
+  uint32_t pooling_type = 0;
   std::vector<LayerSpec> layers;  // [n_layers]
 
   size_t q_dim() const { return n_heads * head_dim; }
@@ -81,8 +99,8 @@ struct ModelConfig {
 // Reads and checks the hyper-parameters; errors name the missing or inconsistent key.
 Result<ModelConfig> read_config(const gguf::File& file);
 
-// What the forward pass cannot run yet (other norm kinds, GeGLU, sliding windows, attention
-// soft-caps, mixture-of-experts): kUnsupported naming the feature, else ok.
+// What the forward pass cannot run yet (LayerNorm, mixture-of-experts): kUnsupported naming the
+// feature, else ok.
 Status check_supported(const ModelConfig& config);
 
 const char* architecture_name(Architecture arch);

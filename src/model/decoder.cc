@@ -28,23 +28,26 @@ size_t attention_block(const ForwardContext& ctx, size_t l, size_t T) {
   add_bias_rows(a.q.data(), lw.bq, T);  // q += b_q, when the model has it
   add_bias_rows(a.k.data(), lw.bk, T);  // k += b_k
   add_bias_rows(a.v.data(), lw.bv, T);  // v += b_v
-  if (s.qk_norm) {
-    rms_norm_heads(a.q.data(), lw.q_norm, T, c.n_heads, c.head_dim, s.norm_eps);
-    rms_norm_heads(a.k.data(), lw.k_norm, T, c.n_kv_heads, c.head_dim, s.norm_eps);
+  if (s.qk_norm) {                      // per head, or over the whole row as one "head"
+    const size_t q_heads = s.qk_norm_full_width ? 1 : c.n_heads;
+    const size_t kv_heads = s.qk_norm_full_width ? 1 : c.n_kv_heads;
+    rms_norm_heads(a.q.data(), lw.q_norm, T, q_heads, c.q_dim() / q_heads, s.norm_eps);
+    rms_norm_heads(a.k.data(), lw.k_norm, T, kv_heads, c.kv_dim() / kv_heads, s.norm_eps);
   }
-  apply_rope(s, c, ctx.w.rope_freqs, ctx.batch, a.q.data(), a.k.data());
-  attention(c, l, s.attn_scale, ctx.batch, a.q.data(), a.k.data(), a.v.data(), ctx.cache,
-            a.att.data(), ctx.pool);                       // att: [T][n_heads * head_dim]
+  if (s.rope) apply_rope(s, c, ctx.w.rope_freqs, ctx.batch, a.q.data(), a.k.data());
+  attention(c, l, s, ctx.batch, a.q.data(), a.k.data(), a.v.data(), ctx.cache, a.att.data(),
+            ctx.pool);                                     // att: [T][n_heads * head_dim]
   linear(lw.wo, a.att.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
   add_bias_rows(a.out.data(), lw.bo, T);                   // out += b_o
   if (l + 1 == c.n_layers) T = keep_output_rows(ctx);      // x, out: [n_out][n_embd]
   if (s.post_norm()) norm_rows(s, a.out.data(), lw.attn_post_norm, T, c.n_embd, a.out.data());
-  residual_add(a.x.data(), a.out.data(), T, c.n_embd);  // x: [T][n_embd]
+  scale_rows(a.out.data(), s.residual_scale, T * c.n_embd);  // out *= residual_scale (Granite)
+  residual_add(a.x.data(), a.out.data(), T, c.n_embd);       // x: [T][n_embd]
   return T;
 }
 
 // x += post_norm(W_down · (act(W_gate · norm(x)) * (W_up · norm(x)))) over T rows; act is
-// SiLU (SwiGLU), the only activation check_supported lets through.
+// SiLU (SwiGLU) or tanh GELU (GeGLU).
 void feed_forward(const ForwardContext& ctx, size_t l, size_t T) {
   const ModelConfig& c = ctx.c;
   const LayerSpec& s = c.layers[l];
@@ -59,34 +62,45 @@ void feed_forward(const ForwardContext& ctx, size_t l, size_t T) {
   linear_shared_input({{lw.w_gate, a.hb.data()},  // hb: [T][n_ff]
                        {lw.w_up, a.hb2.data()}},  // hb2: [T][n_ff]
                       in, T, ctx.pool);
-  swiglu_rows(a.hb.data(), a.hb2.data(), T, c.n_ff);          // hb = silu(hb) * hb2
-  linear(lw.w_down, a.hb.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
+  gated_activation_rows(s.activation, a.hb.data(), a.hb2.data(), T, c.n_ff);  // hb = act(hb) * hb2
+  linear(lw.w_down, a.hb.data(), T, a.out.data(), ctx.pool);                  // out: [T][n_embd]
   if (s.post_norm()) norm_rows(s, a.out.data(), lw.ffn_post_norm, T, c.n_embd, a.out.data());
-  residual_add(a.x.data(), a.out.data(), T, c.n_embd);  // x: [T][n_embd]
+  scale_rows(a.out.data(), s.residual_scale, T * c.n_embd);  // out *= residual_scale (Granite)
+  residual_add(a.x.data(), a.out.data(), T, c.n_embd);       // x: [T][n_embd]
 }
 
-// The final norm of the n_out kept rows, then (for logits) the output projection and the
-// final soft-cap.
+// The final norm of the n_out kept rows, then the hidden states of the rows that want them and
+// (for logits) the output projection of the rows that want logits, and the final multipliers.
 void output(const ForwardContext& ctx, size_t n_out) {
   const ModelConfig& c = ctx.c;
   Activations& a = ctx.a;
   if (n_out == 0) return;
-  if (ctx.kind == OutputKind::kHidden) {
-    rms_norm_rows(a.x.data(), ctx.w.output_norm, n_out, c.n_embd, c.rms_eps, ctx.out);
-    return;  // out: [n_out][n_embd]
-  }
   rms_norm_rows(a.x.data(), ctx.w.output_norm, n_out, c.n_embd, c.rms_eps, a.xb.data());
-  linear(ctx.w.output, a.xb.data(), n_out, ctx.out, ctx.pool);  // out: [n_out][n_vocab]
-  soft_cap(ctx.out, n_out * c.n_vocab, c.final_logit_softcap);
+  // Kept row i is the i-th entry that wants output. Hidden rows are copied out; logit rows move
+  // to the front of xb (row n_logits <= i: in place, in order).
+  size_t i = 0, n_hidden = 0, n_logits = 0;
+  for (const BatchEntry& e : ctx.batch) {
+    if (!e.want_logits && !e.want_hidden) continue;
+    const float* row = a.xb.data() + i++ * c.n_embd;
+    if (e.want_hidden) std::copy_n(row, c.n_embd, ctx.hidden + n_hidden++ * c.n_embd);
+    if (!e.want_logits) continue;
+    float* dst = ctx.kind == OutputKind::kHidden ? ctx.out : a.xb.data();
+    std::copy_n(row, c.n_embd, dst + n_logits++ * c.n_embd);
+  }
+  if (ctx.kind == OutputKind::kHidden || n_logits == 0) return;     // out: [n_logits][n_embd]
+  linear(ctx.w.output, a.xb.data(), n_logits, ctx.out, ctx.pool);   // out: [n_logits][n_vocab]
+  scale_rows(ctx.out, 1.0f / c.logit_scale, n_logits * c.n_vocab);  // out /= logit_scale (Granite)
+  soft_cap(ctx.out, n_logits * c.n_vocab, c.final_logit_softcap);
 }
 
 }  // namespace
 
 void forward(const ForwardContext& ctx) {
   size_t T = ctx.batch.size();  // rows in flight; the last layer keeps only output rows
-  embed_tokens(ctx.w.token_embd, ctx.batch, ctx.a.x.data());  // x: [T][n_embd]
+  embed_tokens(ctx.w.token_embd, ctx.batch, ctx.c.embedding_scale,
+               ctx.a.x.data());  // x: [T][n_embd]
   for (size_t l = 0; l < ctx.c.n_layers; ++l) T = decoder_layer(ctx, l, T);
-  output(ctx, T);  // out: [n_out][n_vocab], or [n_out][n_embd] for hidden states
+  output(ctx, T);  // out: [n_logits][n_vocab] (or [n_embd]); hidden: [n_hidden][n_embd]
 }
 
 size_t decoder_layer(const ForwardContext& ctx, size_t l, size_t T) {
@@ -100,7 +114,7 @@ size_t keep_output_rows(const ForwardContext& ctx) {
   Activations& a = ctx.a;
   size_t n_out = 0;
   for (size_t t = 0; t < ctx.batch.size(); ++t) {
-    if (!ctx.batch[t].want_logits) continue;
+    if (!ctx.batch[t].want_logits && !ctx.batch[t].want_hidden) continue;
     if (t != n_out) {
       std::copy_n(a.x.data() + t * n, n, a.x.data() + n_out * n);
       std::copy_n(a.out.data() + t * n, n, a.out.data() + n_out * n);

@@ -26,7 +26,8 @@ struct ForwardContext {
   ThreadPool& pool;
   Activations& a;
   OutputKind kind;
-  float* out;  // [n_out][n_vocab or n_embd] for the entries that want output, in batch order
+  float* out;     // [n_out][n_vocab or n_embd] for the entries that want logits, in batch order
+  float* hidden;  // [n_hidden][n_embd] for the entries that want hidden states, in batch order
 };
 
 // Embeddings, every decoder layer, the final norm and the output.
@@ -37,8 +38,8 @@ void forward(const ForwardContext& ctx);
 size_t decoder_layer(const ForwardContext& ctx, size_t l, size_t T);
 
 // After the last layer's attention nothing mixes positions any more, so only the rows that want
-// output need its feed-forward block. Moves those rows of x and out (in batch order) to the
-// front and returns their count n_out.
+// output (logits or hidden states) need its feed-forward block. Moves those rows of x and out
+// (in batch order) to the front and returns their count n_out.
 size_t keep_output_rows(const ForwardContext& ctx);
 
 }  // namespace strata::model

@@ -24,8 +24,11 @@ kv::KvShape Model::kv_shape(size_t page_size) const {
 }
 
 Status Model::forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* out,
-                      OutputKind kind) {
+                      OutputKind kind, float* hidden) {
   for (const BatchEntry& e : batch) {
+    if (e.want_hidden && hidden == nullptr) {
+      return make_error(ErrorCode::kInternal, "a batch entry wants its hidden state but no buffer");
+    }
     if (e.token < 0 || static_cast<size_t>(e.token) >= config_.n_vocab) {
       return make_error(ErrorCode::kInvalidArgument, "token id " + std::to_string(e.token) +
                                                          " is outside the vocabulary (0.." +
@@ -39,7 +42,7 @@ Status Model::forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, 
   }
   if (batch.empty()) return ok_status();
   activations_.reserve(batch.size(), config_);
-  model::forward({config_, weights_, batch, cache, pool, activations_, kind, out});
+  model::forward({config_, weights_, batch, cache, pool, activations_, kind, out, hidden});
   return ok_status();
 }
 

@@ -38,10 +38,11 @@ class Model {
 
   // Runs one batch. Every entry's position must be reserved in `cache` for its sequence.
   // `out` receives one row per entry with want_logits, in batch order: [n_out][n_vocab] logits,
-  // or with OutputKind::kHidden [n_out][n_embd] final-normed hidden states (output_width).
+  // or with OutputKind::kHidden [n_out][n_embd] final-normed hidden states (output_width);
+  // `hidden` one [n_embd] row per entry with want_hidden (embeddings), in batch order.
   // Not reentrant: one forward at a time per Model (it reuses its scratch buffers).
   Status forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* out,
-                 OutputKind kind = OutputKind::kLogits);
+                 OutputKind kind = OutputKind::kLogits, float* hidden = nullptr);
 
   // Floats per output row of a forward pass of this kind.
   size_t output_width(OutputKind kind) const {

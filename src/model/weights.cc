@@ -141,8 +141,10 @@ Status load_attention(Loader& load, const std::string& p, const ModelConfig& c,
   STRATA_ASSIGN_OR_RETURN(l.wo, load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim()));
   STRATA_ASSIGN_OR_RETURN(l.bo, load.vector(arch.out_bias, p + "attn_output.bias", c.n_embd));
   if (s.qk_norm) {
-    STRATA_ASSIGN_OR_RETURN(l.q_norm, load.vector(p + "attn_q_norm.weight", c.head_dim));
-    STRATA_ASSIGN_OR_RETURN(l.k_norm, load.vector(p + "attn_k_norm.weight", c.head_dim));
+    const size_t q_width = s.qk_norm_full_width ? c.q_dim() : c.head_dim;
+    const size_t k_width = s.qk_norm_full_width ? c.kv_dim() : c.head_dim;
+    STRATA_ASSIGN_OR_RETURN(l.q_norm, load.vector(p + "attn_q_norm.weight", q_width));
+    STRATA_ASSIGN_OR_RETURN(l.k_norm, load.vector(p + "attn_k_norm.weight", k_width));
   }
   if (s.post_norm()) {
     STRATA_ASSIGN_OR_RETURN(l.attn_post_norm,

@@ -58,7 +58,8 @@ struct LayerWeights {
   Vector attn_norm;             // [n_embd]; empty with post-norm-only placement
   Matrix wq, wk, wv, wo;        // [q_dim x n_embd], [kv_dim x n_embd] x2, [n_embd x q_dim]
   Vector bq, bk, bv, bo;        // [q_dim], [kv_dim], [kv_dim], [n_embd] when present
-  Vector q_norm, k_norm;        // [head_dim] per-head RMSNorm weights (Qwen3)
+  Vector q_norm, k_norm;        // [head_dim] per-head RMSNorm weights (Qwen3), or [q_dim],
+                                // [kv_dim] over the whole row (OLMo 2)
   Vector attn_post_norm;        // [n_embd] post_attention_norm, with post-norm placement
   Vector ffn_norm;              // [n_embd]; empty with post-norm-only placement
   Matrix w_gate, w_up, w_down;  // [n_ff x n_embd] x2, [n_embd x n_ff]

@@ -1,10 +1,14 @@
-// `strata synth`: a Llama GGUF with seeded random weights at the shapes of real models.
+// `strata synth`: a GGUF of a supported architecture with seeded random weights at the shapes of
+// real models.
 //
 // Scales: a projection with fan_in inputs draws from N(0, 1/fan_in), so a unit-RMS input (after
 // RMSNorm) gives unit-variance outputs. W_o and W_down write into the residual stream; drawing
 // them from N(0, 1/(fan_in * 2 * n_layers)) makes the 2 * n_layers residual additions sum to
 // variance ~1, so activations stay finite over every depth. Embeddings and the output
-// projection use 1/n_embd, which keeps logits O(1) as in trained models. Norm weights are 1.
+// projection use 1/n_embd, which keeps logits O(1) as in trained models. Norm weights are 1 for
+// llama files; for the other architectures they are drawn around 1 (N(1, 0.1^2)), so that a
+// norm applied with the wrong weights shows in the logits (the differential tests against the
+// reference engine rely on it).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -25,17 +29,79 @@ namespace {
 
 struct Preset {
   const char* name;
-  uint32_t n_embd, n_layers, n_heads, n_kv_heads, n_ff;
-  float rope_freq_base;  // Llama 3.x uses 500000; Llama 2 (and the tiny preset) 10000
-  bool tied_embeddings;  // output.weight absent: the output projection reuses token_embd
+  uint32_t n_embd, n_layers, n_heads, n_kv_heads, head_dim, n_ff;
+  float rope_freq_base;     // Llama 3.x uses 500000; Llama 2 (and the tiny preset) 10000
+  bool tied_embeddings;     // output.weight absent: the output projection reuses token_embd
+  uint32_t sliding_window;  // of the local layers, for architectures that have them
 };
 
+// tiny-gqa, the differential tests' shape: grouped-query 4:1 and a head size (48) other than
+// n_embd / n_heads (32), six blocks so that Gemma 3's pattern has a global layer, a window of 96
+// so that a 300-token prompt spans three.
 constexpr Preset kPresets[] = {
-    {"tiny", 256, 4, 8, 4, 768, 10000.0f, false},
-    {"llama-1b", 2048, 16, 32, 8, 8192, 500000.0f, true},
-    {"llama-3b", 3072, 28, 24, 8, 8192, 500000.0f, true},
-    {"llama-8b", 4096, 32, 32, 8, 14336, 500000.0f, false},
+    {"tiny", 256, 4, 8, 4, 32, 768, 10000.0f, false, 64},
+    {"tiny-gqa", 256, 6, 8, 2, 48, 768, 10000.0f, false, 96},
+    {"llama-1b", 2048, 16, 32, 8, 64, 8192, 500000.0f, true, 4096},
+    {"llama-3b", 3072, 28, 24, 8, 128, 8192, 500000.0f, true, 4096},
+    {"llama-8b", 4096, 32, 32, 8, 128, 14336, 500000.0f, false, 4096},
+    {"gemma3-1b", 1152, 26, 4, 1, 256, 6912, 1000000.0f, true, 512},
 };
+
+// What an architecture adds to the Llama file of a preset's shape (see model/architectures.cc
+// for what each means to the forward pass).
+struct SynthArch {
+  const char* name;
+  bool pre_norms = true;            // blk.N.attn_norm, blk.N.ffn_norm
+  bool post_norms = false;          // blk.N.post_attention_norm, blk.N.post_ffw_norm
+  bool qk_norm = false;             // blk.N.attn_q_norm, blk.N.attn_k_norm [head_dim]
+  bool qk_norm_full_width = false;  // ... [q_dim], [kv_dim] instead
+  bool tied = false;                // token_embd is the output projection whatever the preset says
+  bool sliding_window = false;      // attention.sliding_window = the preset's window
+  // Small enough that tanh bends on random weights' scores and logits (real Gemma 2: 50, 30).
+  float attn_softcap = 0, final_softcap = 0;
+  float swa_rope_base = 0;       // rope.freq_base_swa, when set
+  float rope_linear_factor = 0;  // rope.scaling.type linear with this factor, when set
+  bool jitter_norms = true;      // norm weights N(1, 0.1^2) rather than 1
+  // Granite's multipliers (embedding_scale, residual_scale, logit_scale, attention.scale),
+  // written when set.
+  float embedding_scale = 0, residual_scale = 0, logit_scale = 0, attention_scale = 0;
+  // Head size n_embd / n_heads whatever the preset says (the reference engine's OLMo 2 loader
+  // has no other).
+  bool embd_head_dim = false;
+};
+
+constexpr SynthArch kArchitectures[] = {
+    {.name = "llama", .jitter_norms = false},
+    {.name = "gemma", .tied = true},
+    {.name = "gemma2",
+     .post_norms = true,
+     .tied = true,
+     .sliding_window = true,
+     .attn_softcap = 1.5f,
+     .final_softcap = 3.0f},
+    // Gemma 3 files may carry output.weight; the tiny one does, so a greedy continuation is not
+    // the tied embedding's echo of the last token.
+    {.name = "gemma3",
+     .post_norms = true,
+     .qk_norm = true,
+     .sliding_window = true,
+     .swa_rope_base = 10000.0f,
+     .rope_linear_factor = 8.0f},
+    {.name = "qwen3", .qk_norm = true},
+    {.name = "smollm3", .tied = true},
+    {.name = "granite",
+     .embedding_scale = 12.0f,
+     .residual_scale = 0.22f,
+     .logit_scale = 8.0f,
+     .attention_scale = 0.015625f},
+    {.name = "olmo2",
+     .pre_norms = false,
+     .post_norms = true,
+     .qk_norm = true,
+     .qk_norm_full_width = true,
+     .embd_head_dim = true},
+};
+
 constexpr uint32_t kContextLength = 8192;
 constexpr float kRmsEps = 1e-5f;
 // llama.cpp's LLAMA_FTYPE ids for general.file_type.
@@ -78,34 +144,45 @@ struct SynthTensor {
   std::string name;
   std::vector<uint64_t> dims;  // {cols, rows} for matrices, {n} for norms
   DType type;
-  double stddev;  // 0: every element is 1 (norm weights)
+  double stddev;   // of the elements around `mean`; 0 for norm weights of exactly 1
+  float mean = 0;  // 1 for norm weights
 };
 
-std::vector<SynthTensor> tensor_plan(const Preset& p, uint64_t n_vocab, DType type) {
-  const uint64_t head_dim = p.n_embd / p.n_heads;
-  const uint64_t q_dim = p.n_heads * head_dim, kv_dim = p.n_kv_heads * head_dim;
+std::vector<SynthTensor> tensor_plan(const Preset& p, const SynthArch& a, uint64_t n_vocab,
+                                     DType type) {
+  const uint64_t q_dim = uint64_t{p.n_heads} * p.head_dim;
+  const uint64_t kv_dim = uint64_t{p.n_kv_heads} * p.head_dim;
   const double residual = 2.0 * p.n_layers;
   auto matrix = [&](std::string name, uint64_t cols, uint64_t rows, double var_scale) {
     return SynthTensor{std::move(name), {cols, rows}, type, 1.0 / std::sqrt(cols * var_scale)};
   };
-  auto norm = [&](std::string name) {
-    return SynthTensor{std::move(name), {p.n_embd}, DType::kF32, 0.0};
+  auto norm = [&](std::string name, uint64_t n = 0) {
+    return SynthTensor{
+        std::move(name), {n ? n : p.n_embd}, DType::kF32, a.jitter_norms ? 0.1 : 0.0, 1.0f};
   };
   std::vector<SynthTensor> plan;
   plan.push_back(matrix("token_embd.weight", p.n_embd, n_vocab, 1.0));
   plan.push_back(norm("output_norm.weight"));
-  if (!p.tied_embeddings) plan.push_back(matrix("output.weight", p.n_embd, n_vocab, 1.0));
+  if (!p.tied_embeddings && !a.tied) {
+    plan.push_back(matrix("output.weight", p.n_embd, n_vocab, 1.0));
+  }
   for (uint32_t i = 0; i < p.n_layers; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
-    plan.push_back(norm(b + "attn_norm.weight"));
+    if (a.pre_norms) plan.push_back(norm(b + "attn_norm.weight"));
     plan.push_back(matrix(b + "attn_q.weight", p.n_embd, q_dim, 1.0));
     plan.push_back(matrix(b + "attn_k.weight", p.n_embd, kv_dim, 1.0));
     plan.push_back(matrix(b + "attn_v.weight", p.n_embd, kv_dim, 1.0));
+    if (a.qk_norm) {
+      plan.push_back(norm(b + "attn_q_norm.weight", a.qk_norm_full_width ? q_dim : p.head_dim));
+      plan.push_back(norm(b + "attn_k_norm.weight", a.qk_norm_full_width ? kv_dim : p.head_dim));
+    }
     plan.push_back(matrix(b + "attn_output.weight", q_dim, p.n_embd, residual));
-    plan.push_back(norm(b + "ffn_norm.weight"));
+    if (a.post_norms) plan.push_back(norm(b + "post_attention_norm.weight"));
+    if (a.pre_norms) plan.push_back(norm(b + "ffn_norm.weight"));
     plan.push_back(matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, 1.0));
     plan.push_back(matrix(b + "ffn_up.weight", p.n_embd, p.n_ff, 1.0));
     plan.push_back(matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, residual));
+    if (a.post_norms) plan.push_back(norm(b + "post_ffw_norm.weight"));
   }
   return plan;
 }
@@ -116,7 +193,8 @@ void fill_row(const SynthTensor& t, uint64_t seed, size_t index, size_t row, uin
   RowRandom rng(seed, index, row);
   const float scale = static_cast<float>(t.stddev / kIrwinHallStd);
   for (size_t c = 0; c < cols; ++c) {
-    const float v = t.stddev == 0 ? 1.0f : static_cast<float>(rng.next_centred_sum()) * scale;
+    const float v =
+        t.stddev == 0 ? t.mean : t.mean + static_cast<float>(rng.next_centred_sum()) * scale;
     if (t.type == DType::kF16) {
       const uint16_t h = fp32_to_fp16(v);
       std::memcpy(dst + 2 * c, &h, 2);
@@ -134,6 +212,58 @@ Result<const Preset*> find_preset(const std::string& name) {
   for (const std::string& n : synth_preset_names()) names += (names.empty() ? "" : ", ") + n;
   return make_error(ErrorCode::kInvalidArgument,
                     "unknown preset '" + name + "'; use one of: " + names);
+}
+
+Result<const SynthArch*> find_arch(const std::string& name) {
+  for (const SynthArch& a : kArchitectures) {
+    if (name == a.name) return &a;
+  }
+  std::string names;
+  for (const std::string& n : synth_architecture_names()) names += (names.empty() ? "" : ", ") + n;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "synth cannot write architecture '" + name + "'; use one of: " + names);
+}
+
+// The `<arch>.*` hyper-parameters of preset p for architecture a.
+void write_hyperparameters(const Preset& p, const SynthArch& a, uint64_t n_vocab,
+                           gguf::Writer& writer) {
+  const std::string k = std::string(a.name) + ".";
+  writer.set(k + "vocab_size", gguf::Value::uint32(static_cast<uint32_t>(n_vocab)));
+  writer.set(k + "context_length", gguf::Value::uint32(kContextLength));
+  writer.set(k + "embedding_length", gguf::Value::uint32(p.n_embd));
+  writer.set(k + "block_count", gguf::Value::uint32(p.n_layers));
+  writer.set(k + "feed_forward_length", gguf::Value::uint32(p.n_ff));
+  writer.set(k + "attention.head_count", gguf::Value::uint32(p.n_heads));
+  writer.set(k + "attention.head_count_kv", gguf::Value::uint32(p.n_kv_heads));
+  if (p.head_dim != p.n_embd / p.n_heads) {
+    writer.set(k + "attention.key_length", gguf::Value::uint32(p.head_dim));
+    writer.set(k + "attention.value_length", gguf::Value::uint32(p.head_dim));
+  }
+  writer.set(k + "rope.dimension_count", gguf::Value::uint32(p.head_dim));
+  writer.set(k + "rope.freq_base", gguf::Value::float32(p.rope_freq_base));
+  writer.set(k + "attention.layer_norm_rms_epsilon", gguf::Value::float32(kRmsEps));
+  if (a.sliding_window) {
+    writer.set(k + "attention.sliding_window", gguf::Value::uint32(p.sliding_window));
+  }
+  if (a.attn_softcap != 0) {
+    writer.set(k + "attn_logit_softcapping", gguf::Value::float32(a.attn_softcap));
+  }
+  if (a.final_softcap != 0) {
+    writer.set(k + "final_logit_softcapping", gguf::Value::float32(a.final_softcap));
+  }
+  if (a.swa_rope_base != 0) {
+    writer.set(k + "rope.freq_base_swa", gguf::Value::float32(a.swa_rope_base));
+  }
+  for (auto [key, value] : {std::pair{"embedding_scale", a.embedding_scale},
+                            {"residual_scale", a.residual_scale},
+                            {"logit_scale", a.logit_scale},
+                            {"attention.scale", a.attention_scale}}) {
+    if (value != 0) writer.set(k + key, gguf::Value::float32(value));
+  }
+  if (a.rope_linear_factor != 0) {
+    writer.set(k + "rope.scaling.type", gguf::Value::string("linear"));
+    writer.set(k + "rope.scaling.factor", gguf::Value::float32(a.rope_linear_factor));
+  }
 }
 
 Result<DType> synth_type(const std::string& name) {
@@ -171,6 +301,12 @@ void pad_vocabulary(const gguf::File& vocab, uint64_t n_vocab, gguf::Writer& wri
 
 }  // namespace
 
+std::vector<std::string> synth_architecture_names() {
+  std::vector<std::string> names;
+  for (const SynthArch& a : kArchitectures) names.emplace_back(a.name);
+  return names;
+}
+
 std::vector<std::string> synth_preset_names() {
   std::vector<std::string> names;
   for (const Preset& p : kPresets) names.emplace_back(p.name);
@@ -180,6 +316,7 @@ std::vector<std::string> synth_preset_names() {
 Status synthesize_model(const SynthOptions& options, const WriteProgressCallback& progress) {
   STRATA_RETURN_IF_ERROR(check_thread_count(options.threads));
   STRATA_ASSIGN_OR_RETURN(const Preset* preset, find_preset(options.preset));
+  STRATA_ASSIGN_OR_RETURN(const SynthArch* arch, find_arch(options.arch));
   STRATA_ASSIGN_OR_RETURN(DType type, synth_type(options.type));
   if (options.output_path.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "no output path; pass -o OUT.gguf");
@@ -203,29 +340,26 @@ Status synthesize_model(const SynthOptions& options, const WriteProgressCallback
                                                        "; pass 0 or a larger size");
   }
   const uint64_t n_vocab = std::max(options.n_vocab, n_copied);
-  const Preset& p = *preset;
+  Preset p = *preset;
+  if (arch->embd_head_dim) p.head_dim = p.n_embd / p.n_heads;
 
   gguf::Writer writer;
-  writer.set("general.architecture", gguf::Value::string("llama"));
-  writer.set("general.name", gguf::Value::string(std::string("strata synth ") + p.name));
+  writer.set("general.architecture", gguf::Value::string(arch->name));
+  writer.set("general.name",
+             gguf::Value::string(std::string("strata synth ") + arch->name + " " + p.name));
   writer.set("general.file_type",
              gguf::Value::uint32(type == DType::kF16 ? kFileTypeMostlyF16 : kFileTypeAllF32));
-  writer.set("llama.vocab_size", gguf::Value::uint32(static_cast<uint32_t>(n_vocab)));
-  writer.set("llama.context_length", gguf::Value::uint32(kContextLength));
-  writer.set("llama.embedding_length", gguf::Value::uint32(p.n_embd));
-  writer.set("llama.block_count", gguf::Value::uint32(p.n_layers));
-  writer.set("llama.feed_forward_length", gguf::Value::uint32(p.n_ff));
-  writer.set("llama.attention.head_count", gguf::Value::uint32(p.n_heads));
-  writer.set("llama.attention.head_count_kv", gguf::Value::uint32(p.n_kv_heads));
-  writer.set("llama.rope.dimension_count", gguf::Value::uint32(p.n_embd / p.n_heads));
-  writer.set("llama.rope.freq_base", gguf::Value::float32(p.rope_freq_base));
-  writer.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::float32(kRmsEps));
+  write_hyperparameters(p, *arch, n_vocab, writer);
+  if (options.pooling_type >= 0) {
+    writer.set(std::string(arch->name) + ".pooling_type",
+               gguf::Value::uint32(static_cast<uint32_t>(options.pooling_type)));
+  }
   for (const auto& [key, value] : (*vocab)->metadata()) {
     if (key.starts_with("tokenizer.")) writer.set(key, value);
   }
   pad_vocabulary(**vocab, n_vocab, writer);
 
-  const std::vector<SynthTensor> plan = tensor_plan(p, n_vocab, type);
+  const std::vector<SynthTensor> plan = tensor_plan(p, *arch, n_vocab, type);
   uint64_t bytes_total = 0;
   for (const SynthTensor& t : plan) {
     bytes_total += row_bytes(t.type, t.dims[0]) * (t.dims.size() > 1 ? t.dims[1] : 1);

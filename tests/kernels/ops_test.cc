@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "for_each_target.h"
+#include "kernels/gelu.h"
 #include "kernels/reference/ops_ref.h"
 
 namespace strata::kernels {
@@ -135,6 +136,32 @@ TEST(OpsTest, AddAxpyDot) {
       EXPECT_NEAR(dot_f32(a.data(), b.data(), n), dot, 1e-6 * mag + 1e-9);
     }
   });
+}
+
+// GeGLU reads GELU from a table of f16 inputs; the twin computes it per element. Gates cover
+// both clamps (|g| >= 10), every f16 binade the table spans, and f16 ties.
+TEST(OpsTest, GegluEqualsItsScalarTwin) {
+  std::vector<float> g = random_vector(4096, 10, 12.0f);
+  for (float x : {-10.0f, -9.99f, 10.0f, 9.99f, 0.0f, -0.0f, 1e-8f, -3e-5f, 65504.0f, -1e9f}) {
+    g.push_back(x);
+  }
+  const std::vector<float> u = random_vector(g.size(), 11, 2.0f);
+  std::vector<float> got = g, want = g;
+  geglu(got.data(), u.data(), g.size());
+  reference::geglu_ref(want.data(), u.data(), g.size());
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(got[i], want[i]) << "gate " << g[i];
+  // And it is GELU: within the f16 roundings of its input (|gelu'| < 1.13, so at most
+  // 1.13 |x| 2^-11) and output (|gelu| 2^-11) of the tanh approximation in double.
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = g[i];
+    const double gelu =
+        std::fabs(x) >= 10
+            ? (x > 0 ? x : 0.0)
+            : 0.5 * x * (1 + std::tanh(0.7978845608028654 * x * (1 + 0.044715 * x * x)));
+    const double tolerance = (6e-4 * std::fabs(x) + 5e-4 * std::fabs(gelu)) * std::fabs(u[i]);
+    // Plus f16's smallest step, 6e-8, where x or gelu(x) is below its normal range.
+    ASSERT_NEAR(got[i], gelu * u[i], tolerance + 1.2e-7 * std::fabs(u[i])) << "gate " << g[i];
+  }
 }
 
 }  // namespace

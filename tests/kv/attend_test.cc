@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/kv_format.h"
 #include "kv/kv_cache.h"
 #include "platform/thread_pool.h"
 
@@ -54,6 +56,20 @@ std::vector<float> run(KvCache& cache, const Batch& b, AttentionMode mode, size_
   return out;
 }
 
+// Position pos of layer 1's kv_head as stored (decoded from its page's format).
+void read_position(KvCache& cache, SeqId seq, size_t pos, size_t kv_head, float* k, float* v) {
+  const KvShape& s = cache.shape();
+  const KvHeadView view = cache.pool().head(cache.page_table(seq)[pos / s.page_size], 1, kv_head);
+  std::vector<float> keys(s.page_size * s.head_dim), values(keys.size());
+  const size_t row = pos % s.page_size;
+  kernels::kv_decode_block(view.precision, kernels::KvRole::kKeys, view.keys, row + 1, s.page_size,
+                           s.head_dim, keys.data());
+  kernels::kv_decode_block(view.precision, kernels::KvRole::kValues, view.values, row + 1,
+                           s.page_size, s.head_dim, values.data());
+  std::copy_n(&keys[row * s.head_dim], s.head_dim, k);
+  std::copy_n(&values[row * s.head_dim], s.head_dim, v);
+}
+
 class AttendTest : public ::testing::TestWithParam<KvPrecision> {};
 
 TEST_P(AttendTest, FastPathAgreesWithTheExactPath) {
@@ -76,6 +92,54 @@ TEST_P(AttendTest, FastPathGivesTheSameBitsOnAnyThreadCount) {
   const std::vector<float> one = run(cache, b, AttentionMode::kFast, 1);
   EXPECT_EQ(run(cache, b, AttentionMode::kFast, 2), one);
   EXPECT_EQ(run(cache, b, AttentionMode::kFast, 3), one);
+}
+
+// Sliding windows and soft-capped scores (kv/window_attention.h) against softmax computed in
+// double over exactly the positions the window admits, for every query of the batch.
+TEST_P(AttendTest, WindowAndSoftCapMatchADirectSoftmax) {
+  const KvShape shape{/*n_layers=*/2, /*n_kv_heads=*/2, /*head_dim=*/16, /*page_size=*/8};
+  KvCache cache(shape, 32, GetParam());
+  const Batch b = fill(cache);
+  for (ScoreOptions scores : {ScoreOptions{0.0f, 13}, ScoreOptions{1.5f, 0}, ScoreOptions{0.8f, 5},
+                              ScoreOptions{2.0f, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "cap " << scores.softcap << " window " << scores.window);
+    for (size_t threads : {size_t{1}, size_t{3}}) {
+      ThreadPool pool(threads);
+      std::vector<float> out(b.q.size());
+      attend(cache, 1, b.queries, kHeads, 0.25f, b.q.data(), out.data(), pool, scores);
+      const size_t group = kHeads / shape.n_kv_heads, d = shape.head_dim;
+      for (size_t t = 0; t < b.queries.size(); ++t) {
+        const QueryPos& e = b.queries[t];
+        const size_t first =
+            scores.window != 0 && e.pos + 1 > scores.window ? e.pos + 1 - scores.window : 0;
+        for (size_t h = 0; h < kHeads; ++h) {
+          const float* q = &b.q[(t * kHeads + h) * d];
+          std::vector<float> k(d), v(d);
+          std::vector<double> s, want(d, 0.0);
+          std::vector<std::vector<float>> values;
+          for (size_t pos = first; pos <= e.pos; ++pos) {
+            read_position(cache, e.seq, pos, h / group, k.data(), v.data());
+            double dot = 0;
+            for (size_t i = 0; i < d; ++i) dot += double{q[i]} * k[i];
+            dot *= 0.25;
+            if (scores.softcap != 0) dot = scores.softcap * std::tanh(dot / scores.softcap);
+            s.push_back(dot);
+            values.push_back(v);
+          }
+          const double m = *std::max_element(s.begin(), s.end());
+          double sum = 0;
+          for (double& x : s) sum += (x = std::exp(x - m));
+          for (size_t j = 0; j < s.size(); ++j) {
+            for (size_t i = 0; i < d; ++i) want[i] += s[j] / sum * values[j][i];
+          }
+          for (size_t i = 0; i < d; ++i) {
+            ASSERT_NEAR(out[(t * kHeads + h) * d + i], want[i], 2e-5 * (1 + std::abs(want[i])))
+                << "query " << t << " head " << h;
+          }
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, AttendTest,

@@ -204,7 +204,8 @@ TEST(ArchitectureTableTest, EveryEntryIsFoundByName) {
     EXPECT_STREQ(architecture_name(a.arch), a.name);
   }
   EXPECT_EQ(find_architecture("mamba"), nullptr);
-  EXPECT_EQ(supported_architecture_names(), "llama, qwen2, qwen3");
+  EXPECT_EQ(supported_architecture_names(),
+            "llama, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, granite, olmo2");
 }
 
 struct ArchCase {
@@ -313,16 +314,29 @@ TEST(SoftCapTest, FinalLogitSoftCapIsApplied) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(b[i], 2.0f * std::tanh(a[i] / 2.0f));
 }
 
-// What needs the attention kernel (kv::attend) is read, then refused with a clear message.
-TEST(SoftCapTest, AttentionLogitSoftCapIsRefusedAtLoad) {
-  Result<std::unique_ptr<Model>> m =
-      load(write_model("attn-cap", {.edit = [](gguf::Writer& w) {
-                         w.set("llama.attn_logit_softcapping", gguf::Value::float32(50.0f));
-                       }}));
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.error().code, ErrorCode::kUnsupported);
-  EXPECT_NE(m.error().message.find("attention logit soft-capping"), std::string::npos)
-      << m.error().message;
+// An attention soft-cap bends the scores: a small cap changes the logits, one far above every
+// score leaves them as they were (to rounding: another attention path runs).
+TEST(SoftCapTest, AttentionLogitSoftCapBendsTheScores) {
+  auto capped = [](float cap) {
+    Result<std::unique_ptr<Model>> m =
+        load(write_model("attn-cap", {.edit = [cap](gguf::Writer& w) {
+                           w.set("llama.attn_logit_softcapping", gguf::Value::float32(cap));
+                         }}));
+    EXPECT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ((*m)->config().layers[0].attn_logit_softcap, cap);
+    return run(**m);
+  };
+  Result<std::unique_ptr<Model>> plain_model = load(write_model("plain", {}));
+  ASSERT_TRUE(plain_model.ok());
+  const std::vector<float> plain = run(**plain_model);
+  const std::vector<float> wide = capped(1e6f), tight = capped(0.05f);
+  double wide_err = 0, tight_err = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    wide_err = std::max(wide_err, double{std::fabs(wide[i] - plain[i])});
+    tight_err = std::max(tight_err, double{std::fabs(tight[i] - plain[i])});
+  }
+  EXPECT_LT(wide_err, 1e-4);
+  EXPECT_GT(tight_err, 1e-2);
 }
 
 TEST(ExpertTest, StacksLoadAsViewsAndTheModelIsRefused) {
@@ -353,11 +367,71 @@ TEST(ExpertTest, StacksLoadAsViewsAndTheModelIsRefused) {
 
 TEST(LayerSpecTest, UnknownArchitectureListsTheTable) {
   Result<std::unique_ptr<Model>> m =
-      load(write_model("gemma", {.edit = [](gguf::Writer& w) {
-                         w.set("general.architecture", gguf::Value::string("gemma2"));
+      load(write_model("mamba", {.edit = [](gguf::Writer& w) {
+                         w.set("general.architecture", gguf::Value::string("mamba"));
                        }}));
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.error().message.find("(supported: llama, qwen2, qwen3)"), std::string::npos);
+  EXPECT_EQ(m.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(m.error().message.find(
+                "'mamba' (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, granite, "
+                "olmo2)"),
+            std::string::npos)
+      << m.error().message;
+}
+
+// Gemma 2 and 3 put sliding windows on a pattern of layers, each with the local RoPE base; the
+// file's attention.sliding_window_pattern (a period or a bool per layer) overrides the default.
+TEST(LayerSpecTest, SlidingWindowLayersFollowThePattern) {
+  auto specs = [](const std::string& arch, std::function<void(gguf::Writer&)> more) {
+    const std::string path =
+        write_model(arch, {.arch = arch, .edit = [&](gguf::Writer& w) {
+                             const std::string k = arch + ".";
+                             w.set(k + "block_count", gguf::Value::uint32(2));
+                             w.set(k + "rope.freq_base", gguf::Value::float32(1e6f));
+                             if (more) more(w);
+                           }});
+    Result<ModelConfig> c = read_config(*open(path));
+    EXPECT_TRUE(c.ok()) << c.error().message;
+    return c.ok() ? c->layers : std::vector<LayerSpec>{};
+  };
+  // Gemma 2: every other layer local (window 4096 unless said), on the global base.
+  std::vector<LayerSpec> g2 = specs("gemma2", nullptr);
+  ASSERT_EQ(g2.size(), 2u);
+  EXPECT_EQ(g2[0].sliding_window, 4096u);
+  EXPECT_EQ(g2[0].rope_freq_base, 1e6f);
+  EXPECT_EQ(g2[1].sliding_window, 0u);
+  EXPECT_EQ(g2[0].attn_logit_softcap, 50.0f);
+  // Gemma 3 without attention.sliding_window: every layer global.
+  for (const LayerSpec& s : specs("gemma3", nullptr)) EXPECT_EQ(s.sliding_window, 0u);
+  // Gemma 3 with a window and a per-layer pattern: the local layer on base 10000, unscaled.
+  std::vector<LayerSpec> g3 = specs("gemma3", [](gguf::Writer& w) {
+    w.set("gemma3.attention.sliding_window", gguf::Value::uint32(512));
+    w.set("gemma3.rope.scaling.type", gguf::Value::string("linear"));
+    w.set("gemma3.rope.scaling.factor", gguf::Value::float32(8.0f));
+    gguf::Array flags{gguf::ValueType::kBool,
+                      {gguf::Value::boolean(false), gguf::Value::boolean(true)}};
+    w.set("gemma3.attention.sliding_window_pattern", gguf::Value{gguf::ValueType::kArray, flags});
+  });
+  ASSERT_EQ(g3.size(), 2u);
+  EXPECT_EQ(g3[0].sliding_window, 0u);
+  EXPECT_EQ(g3[0].rope_freq_base, 1e6f);
+  EXPECT_EQ(g3[0].rope_freq_scale, 0.125f);
+  EXPECT_EQ(g3[1].sliding_window, 512u);
+  EXPECT_EQ(g3[1].rope_freq_base, 10000.0f);
+  EXPECT_EQ(g3[1].rope_freq_scale, 1.0f);
+  EXPECT_EQ(g3[1].attn_logit_softcap, 0.0f);
+  // A pattern of the wrong length is refused.
+  const std::string bad = write_model(
+      "bad-pattern", {.arch = "gemma2", .edit = [](gguf::Writer& w) {
+                        gguf::Array flags{gguf::ValueType::kBool, {gguf::Value::boolean(true)}};
+                        w.set("gemma2.attention.sliding_window_pattern",
+                              gguf::Value{gguf::ValueType::kArray, flags});
+                      }});
+  Result<ModelConfig> c = read_config(*open(bad));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("sliding_window_pattern has 1 entries for 2 blocks"),
+            std::string::npos)
+      << c.error().message;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/fp16.h"
+
 namespace strata::kernels::reference {
 namespace {
 
@@ -72,6 +74,17 @@ void swiglu_ref(float* gate, const float* up, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const float e = i < n16 ? exp_poly_ref(-gate[i]) : std::exp(-gate[i]);
     gate[i] = gate[i] / (1.0f + e) * up[i];
+  }
+}
+
+void geglu_ref(float* gate, const float* up, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float x = fp16_to_fp32(fp32_to_fp16(g));
+    const float tanh_gelu =
+        0.5f * x * (1.0f + std::tanh(0.7978845608f * x * (1.0f + 0.044715f * x * x)));
+    const float gelu = g <= -10.0f ? 0.0f : g >= 10.0f ? g : fp16_to_fp32(fp32_to_fp16(tanh_gelu));
+    gate[i] = gelu * up[i];
   }
 }
 

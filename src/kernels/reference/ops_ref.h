@@ -19,4 +19,7 @@ float exp_poly_ref(float x);
 // gate[i] = silu(gate[i]) * up[i] for one row of n, as kernels::swiglu rounds it.
 void swiglu_ref(float* gate, const float* up, size_t n);
 
+// gate[i] = gelu(gate[i]) * up[i], as kernels::geglu rounds it, computing GELU per element.
+void geglu_ref(float* gate, const float* up, size_t n);
+
 }  // namespace strata::kernels::reference
