@@ -101,6 +101,7 @@ Command add_serve_command(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
   CLI::App* sub = app.add_subcommand("serve", "serve a model over an OpenAI-compatible HTTP API");
   add_model_flags(*sub, f->engine);
+  add_pooling_option(*sub, f->engine.pooling);
   add_speculative_flags(*sub, f->engine.speculative);
   f->engine.prefix_cache.enabled = true;
   sub->add_flag("--no-prefix-cache{false}", f->engine.prefix_cache.enabled,

@@ -16,6 +16,7 @@ struct Command {
 Command add_run_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_logits_command(CLI::App& app);
+Command add_embed_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_detokenize_command(CLI::App& app);
 Command add_template_command(CLI::App& app);

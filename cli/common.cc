@@ -66,8 +66,19 @@ const std::map<std::string, KvPrecision> kKvTypes = [] {
 const std::map<std::string, AttentionMode> kAttentionModes = {{"exact", AttentionMode::kExact},
                                                               {"fast", AttentionMode::kFast}};
 const std::map<std::string, bool> kSparseModes = {{"dense", false}, {"sparse", true}};
+const std::map<std::string, Pooling> kPoolings = {{"none", Pooling::kNone},
+                                                  {"mean", Pooling::kMean},
+                                                  {"cls", Pooling::kCls},
+                                                  {"last", Pooling::kLast}};
 
 }  // namespace
+
+CLI::Option* add_pooling_option(CLI::App& sub, std::optional<Pooling>& pooling) {
+  return add_named_option<Pooling>(
+      sub, "--pooling", kPoolings, [&pooling](Pooling p) { pooling = p; },
+      "how embeddings pool the hidden states: mean, cls or last (default: the model's "
+      "pooling_type)");
+}
 
 CLI::Option* add_kv_type_option(CLI::App& sub, const std::string& name,
                                 std::function<void(KvPrecision)> set, const std::string& help) {

@@ -25,6 +25,8 @@ CLI::Validator thread_count_validator();
 // command that sets a cache (add_model_flags; eval's reference): `set` gets the parsed value.
 // --kv-tiers SPEC (strata::parse_kv_tiers) into `tiers`.
 CLI::Option* add_kv_tiers_option(CLI::App& sub, KvTierPolicy& tiers);
+// --pooling mean|cls|last|none: overrides the model's pooling of embeddings.
+CLI::Option* add_pooling_option(CLI::App& sub, std::optional<Pooling>& pooling);
 CLI::Option* add_kv_type_option(CLI::App& sub, const std::string& name,
                                 std::function<void(KvPrecision)> set, const std::string& help);
 CLI::Option* add_attention_option(CLI::App& sub, const std::string& name,

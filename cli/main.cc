@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       add_run_command(app),
       add_info_command(app),
       add_logits_command(app),
+      add_embed_command(app),
       add_tokenize_command(app),
       add_detokenize_command(app),
       add_template_command(app),

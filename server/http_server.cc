@@ -9,6 +9,7 @@
 
 #include "server/chat_page.h"
 #include "server/completion_handler.h"
+#include "server/embeddings_handler.h"
 #include "server/http_errors.h"
 #include "server/openai_request.h"
 #include "strata/log.h"
@@ -158,6 +159,8 @@ void HttpServer::install_routes() {
       [this](HttpExchange& ex) { answer_completion(ex, /*chat=*/true); });
   add("POST", {"/v1/completions", "/completions"},
       [this](HttpExchange& ex) { answer_completion(ex, /*chat=*/false); });
+  add("POST", {"/v1/embeddings", "/embeddings"},
+      [this](HttpExchange& ex) { handle_embeddings(worker_, options_.model_id, ex); });
   add("GET", {"/props"}, [this](HttpExchange& ex) { answer_props(ex); });
   add("POST", {"/tokenize"}, [this](HttpExchange& ex) { answer_tokenize(ex); });
   add("POST", {"/detokenize"}, [this](HttpExchange& ex) { answer_detokenize(ex); });

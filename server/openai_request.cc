@@ -6,121 +6,11 @@
 #include <string_view>
 #include <utility>
 
+#include "server/json_fields.h"
 #include "strata/json_depth.h"
 
 namespace strata::server {
 namespace {
-
-using nlohmann::json;
-
-RequestError field_error(const std::string& field, const std::string& what) {
-  return {make_error(ErrorCode::kInvalidArgument, "'" + field + "' " + what), field};
-}
-
-// Reads the fields of one JSON object. Each getter leaves its output alone when the field is
-// absent or null and records the first type or range error; callers check error() at the end.
-class Fields {
- public:
-  explicit Fields(const json& object) : object_(object) {}
-
-  const json* find(const std::string& name) const {
-    auto it = object_.find(name);
-    if (it == object_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
-  void number(const std::string& name, float& out, double lo, double hi) {
-    const json* v = find(name);
-    if (!v) return;
-    if (!v->is_number()) return fail(field_error(name, "must be a number"));
-    const double d = v->get<double>();
-    if (!std::isfinite(d) || d < lo || d > hi) {
-      return fail(field_error(name, "must be between " + format(lo) + " and " + format(hi)));
-    }
-    out = static_cast<float>(d);
-  }
-
-  template <typename Int>
-  void integer(const std::string& name, Int& out, int64_t lo, int64_t hi) {
-    const json* v = find(name);
-    if (!v) return;
-    if (!v->is_number_integer()) return fail(field_error(name, "must be an integer"));
-    // Non-negative integers parse as unsigned; above INT64_MAX they fit no field here.
-    const bool in_range = v->is_number_unsigned()
-                              ? v->get<uint64_t>() <= static_cast<uint64_t>(hi) &&
-                                    static_cast<int64_t>(v->get<uint64_t>()) >= lo
-                              : v->get<int64_t>() >= lo && v->get<int64_t>() <= hi;
-    if (!in_range) {
-      return fail(field_error(
-          name, "must be between " + std::to_string(lo) + " and " + std::to_string(hi)));
-    }
-    out = static_cast<Int>(v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>())
-                                                   : v->get<int64_t>());
-  }
-
-  void boolean(const std::string& name, bool& out) {
-    const json* v = find(name);
-    if (!v) return;
-    if (!v->is_boolean()) return fail(field_error(name, "must be a boolean"));
-    out = v->get<bool>();
-  }
-
-  void string(const std::string& name, std::string& out) {
-    const json* v = find(name);
-    if (!v) return;
-    if (!v->is_string()) return fail(field_error(name, "must be a string"));
-    out = v->get<std::string>();
-  }
-
-  void fail(RequestError e) {
-    if (!error_) error_ = std::move(e);
-  }
-  const std::optional<RequestError>& error() const { return error_; }
-
- private:
-  static std::string format(double d) {
-    std::string s = std::to_string(d);
-    s.erase(s.find_last_not_of('0') + 1);
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
-  }
-
-  const json& object_;
-  std::optional<RequestError> error_;
-};
-
-std::variant<json, RequestError> parse_object(std::string_view body) {
-  if (const size_t depth = json_nesting_depth(body); depth > kMaxJsonDepth) {
-    return RequestError{
-        make_error(ErrorCode::kInvalidArgument, "the request body nests " + std::to_string(depth) +
-                                                    " levels deep, more than the " +
-                                                    std::to_string(kMaxJsonDepth) + " accepted"),
-        ""};
-  }
-  json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    return RequestError{make_error(ErrorCode::kInvalidArgument,
-                                   "the request body is not valid JSON (UTF-8 text expected)"),
-                        ""};
-  }
-  if (!root.is_object()) {
-    return RequestError{
-        make_error(ErrorCode::kInvalidArgument, "the request body must be a JSON object"), ""};
-  }
-  return root;
-}
-
-bool token_id(const json& v, TokenId& out) {
-  if (!v.is_number_integer()) return false;
-  if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<TokenId>::max()))
-      return false;
-  } else if (v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<TokenId>::max()) {
-    return false;
-  }
-  out = static_cast<TokenId>(v.get<int64_t>());
-  return true;
-}
 
 void parse_stop(Fields& f, std::vector<std::string>& stop) {
   const json* v = f.find("stop");
@@ -470,43 +360,8 @@ void parse_messages(Fields& f, CompletionRequest& r) {
   r.messages_json = out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::optional<std::vector<TokenId>> token_list(const json& v) {
-  std::vector<TokenId> ids;
-  for (const json& t : v) {
-    TokenId id;
-    if (!token_id(t, id)) return std::nullopt;
-    ids.push_back(id);
-  }
-  return ids;
-}
-
 void parse_prompt(Fields& f, CompletionRequest& r) {
-  const json* p = f.find("prompt");
-  if (!p) return f.fail(field_error("prompt", "is required"));
-  const char* kShape =
-      "must be a string, an array of strings, an array of token ids or an array of such arrays";
-  if (p->is_string()) {
-    r.prompts.push_back({false, p->get<std::string>(), {}});
-    return;
-  }
-  if (!p->is_array() || p->empty()) return f.fail(field_error("prompt", kShape));
-  if ((*p)[0].is_number()) {
-    std::optional<std::vector<TokenId>> ids = token_list(*p);
-    if (!ids) return f.fail(field_error("prompt", "token ids must be non-negative integers"));
-    r.prompts.push_back({true, "", std::move(*ids)});
-    return;
-  }
-  for (const json& item : *p) {
-    if (item.is_string()) {
-      r.prompts.push_back({false, item.get<std::string>(), {}});
-    } else if (item.is_array() && !item.empty()) {
-      std::optional<std::vector<TokenId>> ids = token_list(item);
-      if (!ids) return f.fail(field_error("prompt", "token ids must be non-negative integers"));
-      r.prompts.push_back({true, "", std::move(*ids)});
-    } else {
-      return f.fail(field_error("prompt", kShape));
-    }
-  }
+  parse_prompt_inputs(f, "prompt", r.prompts);
   if (r.prompts.size() * static_cast<size_t>(r.n) > kMaxChoices) {
     f.fail(
         field_error("prompt", "prompts times 'n' must be at most " + std::to_string(kMaxChoices)));
@@ -577,6 +432,33 @@ std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::stri
   std::optional<std::vector<TokenId>> ids = token_list(*tokens);
   if (!ids) return field_error("tokens", "must be an array of token ids");
   r.tokens = std::move(*ids);
+  return r;
+}
+
+std::variant<EmbeddingsRequest, RequestError> parse_embeddings_request(std::string_view body) {
+  std::variant<json, RequestError> root = parse_object(body);
+  if (auto* e = std::get_if<RequestError>(&root)) return *e;
+  Fields f(std::get<json>(root));
+  EmbeddingsRequest r;
+  f.string("model", r.model);
+  parse_prompt_inputs(f, "input", r.inputs);
+  std::string format = "float";
+  f.string("encoding_format", format);
+  if (format != "float" && format != "base64") {
+    f.fail(field_error("encoding_format", "must be \"float\" or \"base64\""));
+  }
+  r.base64 = format == "base64";
+  if (f.find("dimensions")) {
+    f.fail(field_error("dimensions", "is not supported: the model's embeddings have one size"));
+  }
+  if (r.inputs.size() > kMaxEmbeddingInputs) {
+    f.fail(field_error("input", "must hold at most " + std::to_string(kMaxEmbeddingInputs) +
+                                    " texts or token lists"));
+  }
+  for (const PromptInput& p : r.inputs) {
+    if (!p.is_tokens && p.text.empty()) f.fail(field_error("input", "must not hold empty texts"));
+  }
+  if (f.error()) return *f.error();
   return r;
 }
 

@@ -66,10 +66,21 @@ struct DetokenizeRequest {
   std::vector<TokenId> tokens;
 };
 
+// POST /v1/embeddings: `input` in any prompt form, each text or id list one embedding.
+struct EmbeddingsRequest {
+  std::string model;
+  std::vector<PromptInput> inputs;
+  bool base64 = false;  // encoding_format "base64": little-endian float32 bytes, base64-encoded
+};
+
+// Inputs one embeddings request may carry (OpenAI's limit is 2048).
+inline constexpr size_t kMaxEmbeddingInputs = 2048;
+
 // Each returns the request, or the first problem found (request-level 400s).
 std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_view body);
 std::variant<CompletionRequest, RequestError> parse_completion_request(std::string_view body);
 std::variant<TokenizeRequest, RequestError> parse_tokenize_request(std::string_view body);
 std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::string_view body);
+std::variant<EmbeddingsRequest, RequestError> parse_embeddings_request(std::string_view body);
 
 }  // namespace strata::server

@@ -144,6 +144,13 @@ struct SpeculativeOptions {
 
 Status check_speculative(const SpeculativeOptions& options);
 
+// How an embedding pools the final-normed hidden states of a prompt's positions (GGUF
+// `<arch>.pooling_type`; llama.cpp's --pooling): the mean of every position, the first (CLS) or
+// the last one. kNone: the model has no pooling, and embedding requests are refused.
+enum class Pooling { kNone, kMean, kCls, kLast };
+const char* pooling_name(Pooling pooling);  // "none", "mean", "cls", "last"
+Result<Pooling> parse_pooling(std::string_view name);
+
 struct EngineOptions {
   std::string model_path;
   int threads = 0;        // 0: one per hardware thread; at most kMaxThreads (strata/threads.h)
@@ -165,6 +172,8 @@ struct EngineOptions {
   // Requests that may wait for a free sequence slot; past it submit() fails with kUnavailable
   // at once. 0: no limit.
   int max_waiting = 0;
+  // Embedding requests pool this way instead of as the model says (--pooling).
+  std::optional<Pooling> pooling;
 };
 
 struct SamplingOptions {
@@ -202,6 +211,11 @@ struct GenerationRequest {
   // Requests with different salts never share cached prefix pages (the OpenAI-style `cache_salt`
   // extension: tenants apart); "" shares with every other unsalted request.
   std::string cache_salt;
+  // An embedding request: the prompt runs (batched with other work, as a prompt does) and the
+  // final TokenEvent (finish kStop, no token) carries its pooled, L2-normalized embedding, as
+  // llama.cpp's /v1/embeddings normalizes it. Nothing is generated: max_tokens, sampling,
+  // stop, constraint, logprobs and speculation are ignored; the prompt may fill the context.
+  bool embed = false;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -223,8 +237,9 @@ struct TokenEvent {
   FinishReason finish = FinishReason::kNone;
   std::string error;                            // with kError
   ErrorCode error_code = ErrorCode::kInternal;  // with kError: the kind of failure
-  bool admitted = false;     // GenerationRequest::report_admission's event: no token, no finish
-  size_t cached_tokens = 0;  // with `admitted`: prompt tokens found in the prefix cache
+  bool admitted = false;         // GenerationRequest::report_admission's event: no token, no finish
+  size_t cached_tokens = 0;      // with `admitted`: prompt tokens found in the prefix cache
+  std::vector<float> embedding;  // GenerationRequest::embed's final event: [n_embd]
 };
 
 // Returns false to cancel the request.
@@ -275,10 +290,11 @@ struct ModelSummary {
   std::string architecture;
   std::string name;
   size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0;
-  size_t context = 0;               // the engine's context per sequence
-  size_t weight_bytes = 0;          // bytes of weights read per generated token
-  std::string simd_targets;         // SIMD targets the kernels can dispatch to
-  size_t interleaved_matrices = 0;  // weight matrices rearranged at load (interleave_weights)
+  size_t context = 0;                // the engine's context per sequence
+  size_t weight_bytes = 0;           // bytes of weights read per generated token
+  std::string simd_targets;          // SIMD targets the kernels can dispatch to
+  size_t interleaved_matrices = 0;   // weight matrices rearranged at load (interleave_weights)
+  Pooling pooling = Pooling::kNone;  // of embedding requests: the model's or EngineOptions'
 };
 
 // `strata inspect`: where exact attention goes at the last positions of a prompt, per layer and
@@ -344,6 +360,10 @@ class Engine {
   // Logits after evaluating `tokens` in one fresh sequence: the last position's ([n_vocab]), or
   // every position's ([n_tokens][n_vocab]) with all_positions.
   Result<std::vector<float>> evaluate(std::span<const TokenId> tokens, bool all_positions = false);
+
+  // The pooled, L2-normalized embedding of each prompt ([n_embd] each): one embedding request
+  // (GenerationRequest::embed) per prompt, run together through the step loop.
+  Result<std::vector<std::vector<float>>> embed(std::span<const std::vector<TokenId>> prompts);
 
   // Evaluates `tokens` (dense, as a prompt) and profiles the attention of its last `queries`
   // positions (AttentionProfile) under the engine's SparseAttentionPolicy, enabled or not. The

@@ -125,6 +125,9 @@ ModelSummary summarize(const model::Model& model, size_t context) {
   m.weight_bytes = model.weights().bytes;
   m.simd_targets = simd_targets_description();
   m.interleaved_matrices = model.interleaved_matrices();
+  // GGUF's LLAMA_POOLING_TYPE: 0 none, 1 mean, 2 cls, 3 last (4, rank, is a reranker's head).
+  constexpr Pooling kByType[] = {Pooling::kNone, Pooling::kMean, Pooling::kCls, Pooling::kLast};
+  m.pooling = c.pooling_type < 4 ? kByType[c.pooling_type] : Pooling::kNone;
   return m;
 }
 
@@ -266,6 +269,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                                           static_cast<size_t>(options.batch_tokens));
 
   impl->summary = summarize(*impl->model, context);
+  if (options.pooling) impl->summary.pooling = *options.pooling;
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -294,6 +298,7 @@ std::string Engine::token_piece(TokenId id) const { return impl_->tokenizer->tok
 Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback on_token) {
   Impl& im = *impl_;
   const size_t context = im.summary.context;
+  if (request.embed) return im.submit_embedding(request, std::move(on_token));
   // Prompt plus at least one generated token.
   STRATA_RETURN_IF_ERROR(
       im.check_tokens(request.prompt, context - 1,

@@ -26,6 +26,13 @@ struct LogitRows {
   size_t n;      // rows (1 today; the guesses plus one with speculative decoding)
 };
 
+// Where an embedding request's rows of the step's hidden states are.
+struct HiddenRows {
+  engine::Sequence* seq;
+  size_t first;  // row index in Engine::Impl::hidden
+  size_t n;
+};
+
 struct Engine::Impl {
   EngineOptions options;
   ModelSummary summary;
@@ -39,6 +46,7 @@ struct Engine::Impl {
   std::list<engine::Sequence> sequences;      // stable addresses; the scheduler holds pointers
   uint64_t next_id = 1;
   std::vector<float> logits;  // [n_logits][n_vocab] of the current step
+  std::vector<float> hidden;  // [n_hidden][n_embd] of the current step's embedding requests
   // Speculative decoding's counters (EngineLoad::spec_*).
   struct SpecCounters {
     uint64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;
@@ -55,6 +63,17 @@ struct Engine::Impl {
                       const std::string& too_long) const;
   // The KV policy of a request that asks for its own sparse attention, checked.
   Result<kv::SparsePolicy> request_sparse(const SparseAttentionOverride& o) const;
+
+  // embedding.cc
+  // Engine::submit of an embedding request: checked, queued like a prompt that samples nothing.
+  Result<uint64_t> submit_embedding(const GenerationRequest& request, TokenCallback on_token);
+  // Appends an embedding request's chunk of c.n_tokens positions, wanting the hidden states its
+  // pooling reads; records them in `rows` (n_hidden counts the step's hidden rows so far).
+  void append_embedding_chunk(model::Batch& batch, engine::Sequence& s, size_t n_tokens,
+                              std::vector<HiddenRows>& rows, size_t& n_hidden);
+  // Pools each request's rows of `hidden`; a request whose prompt is done finishes with its
+  // embedding.
+  void pool_embeddings(std::span<const HiddenRows> rows);
 
   // engine_step.cc
   Status step();

@@ -1,6 +1,7 @@
 // One engine step, the shape of vLLM v1's EngineCore.step():
 //   plan = scheduler.schedule()          // sequences, tokens each, which positions want logits
-//   forward(batch of every plan entry)   // one batched pass; logits only where wanted
+//   forward(batch of every plan entry)   // one batched pass; logits only where wanted, hidden
+//                                        // states for embedding requests' pooling
 //   fill grammar masks (thread pool)     // each sequence's own constraint
 //   sample each logit row                // the sequence's sampler (penalties, bias, truncation)
 //   update(sequence, accepted tokens)    // append, stream, stop checks, free finished pages
@@ -86,18 +87,25 @@ std::vector<LogitRows> Engine::Impl::execute(const engine::SchedulerOutput& plan
   model::Batch batch;
   batch.reserve(plan.n_tokens);
   std::vector<LogitRows> rows;
-  size_t n_rows = 0;
+  std::vector<HiddenRows> hidden_rows;
+  size_t n_rows = 0, n_hidden = 0;
   for (const engine::ScheduledSeq& c : plan.scheduled) {
     engine::Sequence& s = *c.seq;
     if (s.finished()) continue;  // cancelled from an admission or error callback above
-    append_positions(batch, s.id, s.tokens, s.n_computed, c.n_tokens, c.n_logits);
+    if (s.embed) {
+      append_embedding_chunk(batch, s, c.n_tokens, hidden_rows, n_hidden);
+    } else {
+      append_positions(batch, s.id, s.tokens, s.n_computed, c.n_tokens, c.n_logits);
+    }
     s.n_computed += c.n_tokens;
     if (c.n_logits > 0) rows.push_back({&s, n_rows, c.n_logits});
     n_rows += c.n_logits;
   }
   if (batch.empty()) return {};
   logits.resize(n_rows * n_vocab());
-  Status forward = model->forward(batch, kv->cache(), *pool, logits.data());
+  hidden.resize(n_hidden * model->config().n_embd);
+  Status forward = model->forward(batch, kv->cache(), *pool, logits.data(),
+                                  model::OutputKind::kLogits, hidden.data());
   if (!forward.ok()) {
     // The step's sequences cannot continue; end them so no caller waits on them forever.
     for (const engine::ScheduledSeq& c : plan.scheduled) {
@@ -110,6 +118,7 @@ std::vector<LogitRows> Engine::Impl::execute(const engine::SchedulerOutput& plan
   for (const engine::ScheduledSeq& c : plan.scheduled) {
     if (!c.seq->finished()) kv->computed(c.seq->id, c.seq->tokens, c.seq->n_computed);
   }
+  pool_embeddings(hidden_rows);
   return rows;
 }
 

@@ -20,7 +20,7 @@ void Scheduler::remove(Sequence* seq) {
 
 void Scheduler::push(SchedulerOutput& out, Sequence* s, size_t n) {
   // Logits for the last token and each guess: row i verifies guess i.
-  const size_t n_logits = s->n_computed + n == s->tokens.size() ? 1 + s->n_guesses : 0;
+  const size_t n_logits = !s->embed && s->n_computed + n == s->tokens.size() ? 1 + s->n_guesses : 0;
   out.scheduled.push_back({s, n, n_logits});
   out.n_tokens += n;
   out.n_logits += n_logits;
@@ -82,7 +82,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, size_t& budget) {
     Sequence* s = waiting_.front();
     // It starts after the longest cached prefix of its tokens (a preempted sequence finds its
     // own pages when nobody took them meanwhile).
-    const size_t cached = kv_.attach_prefix(s->id, s->tokens, s->cache_salt);
+    const size_t cached = s->embed ? 0 : kv_.attach_prefix(s->id, s->tokens, s->cache_salt);
     s->n_computed = cached;
     const size_t n = std::min(budget, s->n_pending());
     if (!kv_.allocate(s->id, n)) {

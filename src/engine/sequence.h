@@ -42,6 +42,13 @@ struct Sequence {
   SpeculationKind speculation = SpeculationKind::kNone;
   DraftLength draft_length;
   size_t n_guesses = 0;
+  // An embedding request (GenerationRequest::embed): it never attaches cached prefix pages (its
+  // pooling reads every position's hidden state) and ends when its prompt has run. `pooled`
+  // accumulates the hidden states read so far ([n_embd]; a sum for mean pooling).
+  bool embed = false;
+  Pooling pooling = Pooling::kNone;
+  std::vector<float> pooled;
+  size_t n_pooled = 0;
 
   std::unique_ptr<sampling::Sampler> sampler;
   std::unique_ptr<SequenceConstraint> constraint;  // null when the output is free

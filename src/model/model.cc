@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "gguf/names.h"
 #include "model/forward.h"
 
 namespace strata::model {
@@ -11,7 +12,14 @@ Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file,
   std::unique_ptr<Model> m(new Model());
   STRATA_ASSIGN_OR_RETURN(m->config_, read_config(*file));
   STRATA_RETURN_IF_ERROR(check_supported(m->config_));
-  STRATA_ASSIGN_OR_RETURN(m->weights_, load_weights(*file, m->config_));
+  Result<ModelWeights> weights = load_weights(*file, m->config_);
+  if (!weights.ok()) {
+    // Which tensor and shape the message names; which architecture expected it, here.
+    return make_error(
+        weights.error().code,
+        "architecture " + gguf::quoted_name(m->config_.arch_name) + ": " + weights.error().message);
+  }
+  m->weights_ = std::move(weights).value();
   if (options.interleave_pool != nullptr) {
     m->interleaved_matrices_ = interleave_weights(*file, m->weights_, *options.interleave_pool);
   }

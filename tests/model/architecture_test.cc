@@ -379,6 +379,17 @@ TEST(LayerSpecTest, UnknownArchitectureListsTheTable) {
       << m.error().message;
 }
 
+// A file that names an architecture but lacks one of its tensors is refused at load, naming the
+// architecture and the tensor.
+TEST(LayerSpecTest, AMissingTensorNamesTheArchitectureAndTheTensor) {
+  Result<std::unique_ptr<Model>> m = load(write_model("gemma3-missing", {.arch = "gemma3"}));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("architecture 'gemma3'"), std::string::npos)
+      << m.error().message;
+  EXPECT_NE(m.error().message.find("blk.0.attn_q_norm.weight"), std::string::npos)
+      << m.error().message;
+}
+
 // Gemma 2 and 3 put sliding windows on a pattern of layers, each with the local RoPE base; the
 // file's attention.sliding_window_pattern (a period or a bool per layer) overrides the default.
 TEST(LayerSpecTest, SlidingWindowLayersFollowThePattern) {

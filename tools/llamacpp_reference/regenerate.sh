@@ -22,3 +22,24 @@ for arch in "${ARCHS[@]}"; do
     > "tests/model/reference/$arch.json"
   echo "wrote tests/model/reference/$arch.json"
 done
+
+# Embeddings: a llama file with mean pooling and a qwen3 file with last-token pooling
+# (Qwen3-Embedding's), on the 20 texts of texts.txt.
+for spec in llama:1 qwen3:3; do
+  arch=${spec%:*}
+  file="$TMP/$arch-embed.gguf"
+  "$STRATA" synth --arch "$arch" --preset tiny-gqa --type F32 --seed 0 --pooling-type "${spec#*:}" \
+    -o "$file" 2>/dev/null
+  {
+    sep="["
+    while IFS= read -r text; do
+      ids=$("$STRATA" tokenize -m "$file" -p "$text" 2>/dev/null | awk '{print $1}' | paste -sd,)
+      printf '%s[%s]' "$sep" "$ids"
+      sep=","
+    done < tools/llamacpp_reference/texts.txt
+    echo "]"
+  } > "$TMP/prompts.json"
+  NODE_PATH="$PEER/node_modules" node tools/llamacpp_reference/embeddings.mjs "$file" \
+    "$TMP/prompts.json" > "tests/engine/reference/embeddings-$arch.json"
+  echo "wrote tests/engine/reference/embeddings-$arch.json"
+done
