@@ -127,6 +127,19 @@ constexpr ArchitectureInfo kArchitectures[] = {
      .qk_norm_full_width = true,
      .sliding_window_period = 4,
      .swa_rope_unscaled = true},
+    // Mistral 3 (Ministral): the Llama block with YaRN and a query temperature that grows with
+    // the position past the original context.
+    {.name = "mistral3",
+     .arch = Architecture::kMistral3,
+     .rope_style = RopeStyle::kNormal,
+     .norm = NormKind::kRms,
+     .norm_placement = NormPlacement::kPre,
+     .activation = Activation::kSwiGlu,
+     .qkv_bias = TensorUse::kIgnored,
+     .out_bias = TensorUse::kIgnored,
+     .qk_norm = TensorUse::kIgnored,
+     .sliding_window_period = 0,
+     .query_temperature = true},
 };
 
 }  // namespace

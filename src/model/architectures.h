@@ -46,6 +46,8 @@ struct ArchitectureInfo {
   // Granite's multipliers: embedding_scale on the embeddings, residual_scale on each
   // sub-layer's output before the residual add, logits divided by logit_scale.
   bool granite_multipliers = false;
+  // Mistral 3's query temperature from attention.temperature_scale (LayerSpec).
+  bool query_temperature = false;
 };
 
 // Every supported architecture.

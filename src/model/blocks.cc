@@ -1,6 +1,8 @@
 #include "model/blocks.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/gelu.h"
@@ -9,6 +11,8 @@
 #include "kv/attend.h"
 
 namespace strata::model {
+
+constexpr float kPi = 3.14159265358979323846f;
 
 void linear(const Matrix& w, const float* x, size_t n_tokens, float* out, ThreadPool& pool) {
   const kernels::MatmulProduct product{w.type, w.layout, w.data, w.rows, w.cols, out, &w.kernel};
@@ -89,10 +93,32 @@ void rotate_head(float* x, const float* cos_theta, const float* sin_theta, size_
 
 }  // namespace
 
+namespace {
+
+// YaRN's correction dims: the pairs that turn beta_fast and beta_slow times over the original
+// context, pair i turning n_ctx_orig / (2 pi base^(2i/d)) times: i = d ln(n_ctx_orig /
+// (2 pi turns)) / (2 ln base); floor and ceil, clamped to [0, d - 1] as GGML does.
+std::pair<float, float> yarn_corr_dims(const LayerSpec& s) {
+  const auto dims = static_cast<float>(s.rope_dims);
+  auto corr_dim = [&](float turns) {
+    return dims * std::log(static_cast<float>(s.yarn.n_ctx_orig) / (turns * 2 * kPi)) /
+           (2 * std::log(s.rope_freq_base));
+  };
+  return {std::max(0.0f, std::floor(corr_dim(s.yarn.beta_fast))),
+          std::min(dims - 1, std::ceil(corr_dim(s.yarn.beta_slow)))};
+}
+
+}  // namespace
+
 void apply_rope(const LayerSpec& s, const ModelConfig& c, const Vector& freq_factors,
                 const Batch& batch, float* q, float* k) {
   const size_t half = s.rope_dims / 2;
   const float theta_scale = std::pow(s.rope_freq_base, -2.0f / static_cast<float>(s.rope_dims));
+  const bool yarn = s.yarn.ext_factor != 0;
+  const auto [corr_low, corr_high] = yarn ? yarn_corr_dims(s) : std::pair{0.0f, 0.0f};
+  // cos and sin scale by mscale, which YaRN raises as the angles compress (its temperature).
+  const float mscale =
+      s.yarn.attn_factor * (yarn ? 1.0f + 0.1f * std::log(1.0f / s.rope_freq_scale) : 1.0f);
   std::vector<float> cos_theta(half), sin_theta(half);
   for (size_t t = 0; t < batch.size(); ++t) {
     // theta_i = pos * base^(-2i/d), built by repeated multiplication as GGML does, so positions
@@ -100,9 +126,15 @@ void apply_rope(const LayerSpec& s, const ModelConfig& c, const Vector& freq_fac
     float theta = static_cast<float>(batch[t].pos);
     for (size_t i = 0; i < half; ++i) {
       const float ff = freq_factors.size() ? freq_factors[i] : 1.0f;
-      const float angle = s.rope_freq_scale * theta / ff;
-      cos_theta[i] = std::cos(angle);
-      sin_theta[i] = std::sin(angle);
+      const float extrapolated = theta / ff;
+      float angle = s.rope_freq_scale * extrapolated;  // interpolated
+      if (yarn) {
+        const float y = (static_cast<float>(i) - corr_low) / std::max(0.001f, corr_high - corr_low);
+        const float ramp = (1 - std::min(1.0f, std::max(0.0f, y))) * s.yarn.ext_factor;
+        angle = angle * (1 - ramp) + extrapolated * ramp;
+      }
+      cos_theta[i] = std::cos(angle) * mscale;
+      sin_theta[i] = std::sin(angle) * mscale;
       theta *= theta_scale;
     }
     for (size_t h = 0; h < c.n_heads; ++h) {
@@ -113,6 +145,20 @@ void apply_rope(const LayerSpec& s, const ModelConfig& c, const Vector& freq_fac
       rotate_head(k + (t * c.n_kv_heads + h) * c.head_dim, cos_theta.data(), sin_theta.data(),
                   s.rope_dims, s.rope_style);
     }
+  }
+}
+
+void scale_queries_by_position(const LayerSpec& s, const ModelConfig& c, const Batch& batch,
+                               float* q) {
+  if (s.query_temp_scale == 0) return;
+  for (size_t t = 0; t < batch.size(); ++t) {
+    // As the reference engine computes it: the floor in float, the log in double.
+    const float steps =
+        std::floor(static_cast<float>(batch[t].pos) / static_cast<float>(s.query_temp_floor));
+    const auto temp =
+        static_cast<float>(std::log(double{steps} + 1.0) * double{s.query_temp_scale} + 1.0);
+    float* row = q + t * c.q_dim();
+    for (size_t i = 0; i < c.q_dim(); ++i) row[i] *= temp;
   }
 }
 

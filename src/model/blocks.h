@@ -53,9 +53,15 @@ void rms_norm_heads(float* x, const Vector& weight, size_t n_tokens, size_t n_he
 
 // Rotary position embedding of q [T][n_heads][head_dim] and k [T][n_kv_heads][head_dim] at each
 // entry's position, with the layer's RoPE (spec.rope_*): pair i of rope_dims rotates by theta =
-// freq_scale * pos * base^(-2i/rope_dims) / freq_factor[i], pairs chosen by the rope style.
+// freq_scale * pos * base^(-2i/rope_dims) / freq_factor[i] (with YaRN, spec.yarn, blended with
+// the unscaled angle and cos/sin scaled), pairs chosen by the rope style.
 void apply_rope(const LayerSpec& spec, const ModelConfig& c, const Vector& freq_factors,
                 const Batch& batch, float* q, float* k);
+
+// q[t] *= 1 + spec.query_temp_scale * ln(1 + floor(pos_t / spec.query_temp_floor)): Mistral 3's
+// query temperature; nothing when the scale is 0.
+void scale_queries_by_position(const LayerSpec& spec, const ModelConfig& c, const Batch& batch,
+                               float* q);
 
 // Writes k, v [T][kv_dim] into the cache, then for each entry and head attends over positions
 // [0, pos] (the last spec.sliding_window of them, when set) with scores spec.attn_scale * q·k,

@@ -139,6 +139,42 @@ Status read_sizes(const gguf::File& file, const std::string& p, ModelConfig& c) 
   return ok_status();
 }
 
+// A float that may be 0 (YaRN's ext_factor), else as positive_float.
+Result<float> non_negative_float(const gguf::File& file, const std::string& key, float fallback) {
+  const gguf::Value* value = file.find(key);
+  if (value != nullptr && value->as_float() && *value->as_float() == 0) return 0.0f;
+  return positive_float(file, key, fallback);
+}
+
+// YaRN's parameters, with the reference engine's defaults (ext_factor 1, beta_fast 32,
+// beta_slow 1, the training context as the original one) and its attention factor:
+// rope.scaling.attn_factor, times mscale(factor, 1) / mscale(factor, yarn_log_multiplier) when
+// the file has the multiplier, divided by the 1 + 0.1 ln(factor) the rotation applies itself.
+Status read_yarn(const gguf::File& file, const std::string& p, ModelConfig& c) {
+  const std::string k = p + "rope.scaling.";
+  if (file.find(k + "factor") == nullptr) {
+    return invalid("rope.scaling.type is yarn but rope.scaling.factor is missing");
+  }
+  STRATA_ASSIGN_OR_RETURN(const float factor, positive_float(file, k + "factor", 1.0f));
+  c.rope_freq_scale = 1.0f / factor;
+  RopeYarn& y = c.rope_yarn;
+  STRATA_ASSIGN_OR_RETURN(y.ext_factor, non_negative_float(file, k + "yarn_ext_factor", 1.0f));
+  STRATA_ASSIGN_OR_RETURN(y.beta_fast, positive_float(file, k + "yarn_beta_fast", 32.0f));
+  STRATA_ASSIGN_OR_RETURN(y.beta_slow, positive_float(file, k + "yarn_beta_slow", 1.0f));
+  STRATA_ASSIGN_OR_RETURN(y.n_ctx_orig, optional_count(file, k + "original_context_length",
+                                                       kMaxContext, c.n_ctx_train));
+  STRATA_ASSIGN_OR_RETURN(const float attn_factor, positive_float(file, k + "attn_factor", 1.0f));
+  STRATA_ASSIGN_OR_RETURN(const float log_mul,
+                          non_negative_float(file, k + "yarn_log_multiplier", 0.0f));
+  auto mscale = [factor](float m) {
+    return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f;
+  };
+  y.attn_factor = log_mul != 0 ? mscale(1.0f) / mscale(log_mul) : mscale(1.0f);
+  if (y.ext_factor != 0) y.attn_factor *= 1.0f / (1.0f + 0.1f * std::log(factor));
+  y.attn_factor *= attn_factor;
+  return ok_status();
+}
+
 // RoPE: rotated dimensions, base, and scaling.
 Status read_rope(const gguf::File& file, const std::string& p, ModelConfig& c) {
   STRATA_ASSIGN_OR_RETURN(
@@ -168,10 +204,12 @@ Status read_rope(const gguf::File& file, const std::string& p, ModelConfig& c) {
       return invalid("metadata key " + p + "rope.scaling.factor " + std::to_string(factor) +
                      " is too small to invert (file corrupt)");
     }
+  } else if (scaling == "yarn") {
+    STRATA_RETURN_IF_ERROR(read_yarn(file, p, c));
   } else if (scaling != "none") {
     return make_error(ErrorCode::kUnsupported, "unsupported rope.scaling.type " +
                                                    gguf::quoted_name(scaling) +
-                                                   " (supported: none, linear)");
+                                                   " (supported: none, linear, yarn)");
   }
   return ok_status();
 }
@@ -229,6 +267,7 @@ Status fill_sliding_windows(const gguf::File& file, const std::string& p,
     c.layers[l].sliding_window = window;
     c.layers[l].rope_freq_base = swa_base;
     c.layers[l].rope_freq_scale = swa_scale;
+    if (arch.swa_rope_unscaled) c.layers[l].yarn = RopeYarn{};
   }
   return ok_status();
 }
@@ -250,10 +289,16 @@ Status fill_layer_specs(const gguf::File& file, const std::string& p, const Arch
   s.rope_dims = c.rope_dims;
   s.rope_freq_base = c.rope_freq_base;
   s.rope_freq_scale = c.rope_freq_scale;
+  s.yarn = c.rope_yarn;
   s.activation = arch.activation;
   s.qkv_bias = arch.qkv_bias == TensorUse::kRequired;
   s.qk_norm = arch.qk_norm == TensorUse::kRequired;
   s.qk_norm_full_width = arch.qk_norm_full_width;
+  if (arch.query_temperature) {
+    STRATA_ASSIGN_OR_RETURN(s.query_temp_scale,
+                            non_negative_float(file, p + "attention.temperature_scale", 0.0f));
+    s.query_temp_floor = c.rope_yarn.n_ctx_orig != 0 ? c.rope_yarn.n_ctx_orig : c.n_ctx_train;
+  }
   if (arch.granite_multipliers) {
     STRATA_ASSIGN_OR_RETURN(s.residual_scale, positive_float(file, p + "residual_scale", 1.0f));
     STRATA_ASSIGN_OR_RETURN(c.embedding_scale, positive_float(file, p + "embedding_scale", 1.0f));

@@ -21,7 +21,8 @@ enum class Architecture {
   kGemma3,
   kSmolLm3,
   kGranite,
-  kOlmo2
+  kOlmo2,
+  kMistral3
 };
 
 // How RoPE pairs the dimensions of a head: GGML's "normal" mode rotates (x[2i], x[2i+1])
@@ -43,6 +44,18 @@ enum class Activation { kSwiGlu, kGeGlu };
 const char* norm_kind_name(NormKind kind);
 const char* activation_name(Activation activation);
 
+// YaRN (rope.scaling.type yarn; Peng et al. 2023, as GGML's rope_yarn computes it): pair i's
+// angle blends the interpolated theta * freq_scale and the extrapolated theta with weight
+// ramp(i) * ext_factor, ramp falling from 1 to 0 between the correction dims that beta_fast
+// and beta_slow rotations over the original context give; cos and sin are scaled by
+// attn_factor * (1 + 0.1 ln(1 / freq_scale)). ext_factor 0: plain (linear) RoPE.
+struct RopeYarn {
+  float ext_factor = 0;
+  float attn_factor = 1;
+  float beta_fast = 32, beta_slow = 1;
+  size_t n_ctx_orig = 0;  // rope.scaling.original_context_length, else context_length
+};
+
 // What one decoder block computes, filled from the metadata and the architecture's defaults.
 struct LayerSpec {
   NormKind norm = NormKind::kRms;
@@ -53,7 +66,11 @@ struct LayerSpec {
   size_t rope_dims = 0;  // leading dims of each head that rotate
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
+  RopeYarn yarn;                 // YaRN's blend of interpolated and extrapolated pairs
   size_t sliding_window = 0;     // attend to the last n positions only; 0: global attention
+  // Mistral 3's query temperature: q *= 1 + temp_scale * log(1 + floor(pos / temp_floor)).
+  float query_temp_scale = 0;
+  size_t query_temp_floor = 0;
   Activation activation = Activation::kSwiGlu;
   bool qkv_bias = false;  // attn_q/k/v.bias required (an optional bias is used when present)
   bool qk_norm = false;   // RMSNorm of q and k before RoPE (attn_q_norm, attn_k_norm), per head
@@ -84,6 +101,7 @@ struct ModelConfig {
   float rope_freq_base = 10000.0f;  // rope.freq_base
   size_t rope_dims = 0;             // rope.dimension_count (dims rotated per head)
   float rope_freq_scale = 1.0f;     // 1 / rope.scaling.factor for linear scaling
+  RopeYarn rope_yarn;               // with rope.scaling.type yarn
   RopeStyle rope_style = RopeStyle::kNormal;
   float final_logit_softcap = 0;  // final_logit_softcapping: logits = cap * tanh(logits / cap)
   float embedding_scale = 1.0f;   // x = token_embd[token] * embedding_scale (Gemma: sqrt(n_embd))

@@ -68,6 +68,11 @@ struct SynthArch {
   // Head size n_embd / n_heads whatever the preset says (the reference engine's OLMo 2 loader
   // has no other).
   bool embd_head_dim = false;
+  // YaRN (rope.scaling.type yarn) with this factor over an original context this short, so a
+  // 345-token prompt runs past it; and Mistral 3's query temperature scale.
+  float yarn_factor = 0;
+  uint32_t yarn_original_context = 0;
+  float temperature_scale = 0;
 };
 
 constexpr SynthArch kArchitectures[] = {
@@ -94,6 +99,10 @@ constexpr SynthArch kArchitectures[] = {
      .residual_scale = 0.22f,
      .logit_scale = 8.0f,
      .attention_scale = 0.015625f},
+    {.name = "mistral3",
+     .yarn_factor = 4.0f,
+     .yarn_original_context = 128,
+     .temperature_scale = 0.1f},
     {.name = "olmo2",
      .pre_norms = false,
      .post_norms = true,
@@ -259,6 +268,15 @@ void write_hyperparameters(const Preset& p, const SynthArch& a, uint64_t n_vocab
                             {"logit_scale", a.logit_scale},
                             {"attention.scale", a.attention_scale}}) {
     if (value != 0) writer.set(k + key, gguf::Value::float32(value));
+  }
+  if (a.yarn_factor != 0) {
+    writer.set(k + "rope.scaling.type", gguf::Value::string("yarn"));
+    writer.set(k + "rope.scaling.factor", gguf::Value::float32(a.yarn_factor));
+    writer.set(k + "rope.scaling.original_context_length",
+               gguf::Value::uint32(a.yarn_original_context));
+  }
+  if (a.temperature_scale != 0) {
+    writer.set(k + "attention.temperature_scale", gguf::Value::float32(a.temperature_scale));
   }
   if (a.rope_linear_factor != 0) {
     writer.set(k + "rope.scaling.type", gguf::Value::string("linear"));

@@ -205,7 +205,7 @@ TEST(ArchitectureTableTest, EveryEntryIsFoundByName) {
   }
   EXPECT_EQ(find_architecture("mamba"), nullptr);
   EXPECT_EQ(supported_architecture_names(),
-            "llama, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, granite, olmo2");
+            "llama, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, granite, olmo2, mistral3");
 }
 
 struct ArchCase {
@@ -374,9 +374,46 @@ TEST(LayerSpecTest, UnknownArchitectureListsTheTable) {
   EXPECT_EQ(m.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(m.error().message.find(
                 "'mamba' (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, granite, "
-                "olmo2)"),
+                "olmo2, mistral3)"),
             std::string::npos)
       << m.error().message;
+}
+
+// rope.scaling.type yarn: the factor is required; the reference engine's defaults fill the rest,
+// and the attention factor cancels the 1 + 0.1 ln(factor) the rotation applies itself.
+TEST(LayerSpecTest, YarnReadsItsParametersWithTheReferenceDefaults) {
+  auto config = [](std::function<void(gguf::Writer&)> more) {
+    return read_config(*open(write_model("yarn", {.edit = [&](gguf::Writer& w) {
+                                           w.set("llama.rope.scaling.type",
+                                                 gguf::Value::string("yarn"));
+                                           more(w);
+                                         }})));
+  };
+  Result<ModelConfig> missing = config([](gguf::Writer&) {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("rope.scaling.factor is missing"), std::string::npos);
+  Result<ModelConfig> c = config([](gguf::Writer& w) {
+    w.set("llama.rope.scaling.factor", gguf::Value::float32(4.0f));
+    w.set("llama.rope.scaling.original_context_length", gguf::Value::uint32(64));
+  });
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const LayerSpec& s = c->layers[0];
+  EXPECT_EQ(s.rope_freq_scale, 0.25f);
+  EXPECT_EQ(s.yarn.ext_factor, 1.0f);
+  EXPECT_EQ(s.yarn.beta_fast, 32.0f);
+  EXPECT_EQ(s.yarn.beta_slow, 1.0f);
+  EXPECT_EQ(s.yarn.n_ctx_orig, 64u);
+  EXPECT_FLOAT_EQ(s.yarn.attn_factor, 1.0f);
+  // A different factor is a different model.
+  Result<std::unique_ptr<Model>> plain = load(write_model("plain", {}));
+  Result<std::unique_ptr<Model>> yarn = load(
+      write_model("yarn-model", {.edit = [](gguf::Writer& w) {
+                    w.set("llama.rope.scaling.type", gguf::Value::string("yarn"));
+                    w.set("llama.rope.scaling.factor", gguf::Value::float32(4.0f));
+                    w.set("llama.rope.scaling.original_context_length", gguf::Value::uint32(4));
+                  }}));
+  ASSERT_TRUE(plain.ok() && yarn.ok());
+  EXPECT_NE(run(**plain), run(**yarn));
 }
 
 // A file that names an architecture but lacks one of its tensors is refused at load, naming the

@@ -121,7 +121,7 @@ TEST_P(DifferentialTest, MatchesTheReferenceEngine) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, DifferentialTest,
                          ::testing::Values("llama", "gemma", "gemma2", "gemma3", "smollm3",
-                                           "granite", "olmo2"),
+                                           "granite", "mistral3", "olmo2"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

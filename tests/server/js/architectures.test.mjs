@@ -11,7 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startServer, strataBin } from './lib/server.mjs';
 
-const kArchitectures = ['llama', 'gemma', 'gemma2', 'gemma3', 'qwen3', 'smollm3', 'granite', 'olmo2'];
+const kArchitectures = [
+  'llama', 'gemma', 'gemma2', 'gemma3', 'qwen3', 'smollm3', 'granite', 'mistral3', 'olmo2',
+];
 const kNEmbd = 256;  // tiny-gqa's width
 let dir;
 
