@@ -48,9 +48,9 @@ struct SynthOptions {
 // "tiny", "tiny-gqa", "llama-1b", "llama-3b", "llama-8b", "gemma3-1b": the sizes.
 std::vector<std::string> synth_preset_names();
 
-// "llama", "gemma", "gemma2", "gemma3", "qwen3", "smollm3", "granite", "olmo2": what the file adds
-// to the Llama block at a preset's size (norms, q/k norms, sliding windows, soft-caps, RoPE
-// variants, multipliers).
+// "llama", "gemma", "gemma2", "gemma3", "qwen3", "smollm3", "granite", "mistral3", "phi3",
+// "olmo2": what the file adds to the Llama block at a preset's size (norms, q/k norms, sliding
+// windows, soft-caps, RoPE variants, multipliers, fused projections).
 std::vector<std::string> synth_architecture_names();
 
 // Writes a GGUF whose weights are drawn from a seeded generator: the same options give a

@@ -44,6 +44,7 @@ Result<std::unique_ptr<DraftModel>> DraftModel::load(const std::string& path,
   STRATA_RETURN_IF_ERROR(check_vocabulary(*vocabulary, target, path));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
                           model::Model::load(std::move(file), {.interleave_pool = &pool}));
+  model->use_context(context);
   return std::unique_ptr<DraftModel>(
       new DraftModel(std::move(model), context, max_sequences, pool));
 }

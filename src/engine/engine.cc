@@ -233,6 +233,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   }
   size_t context = options.context > 0 ? static_cast<size_t>(options.context)
                                        : std::min(c.n_ctx_train, kDefaultMaxContext);
+  impl->model->use_context(context);
   const size_t page = static_cast<size_t>(options.page_size);
   const kv::KvShape kv_shape = impl->model->kv_shape(page);
   STRATA_ASSIGN_OR_RETURN(

@@ -140,6 +140,20 @@ constexpr ArchitectureInfo kArchitectures[] = {
      .qk_norm = TensorUse::kIgnored,
      .sliding_window_period = 0,
      .query_temperature = true},
+    // Phi-3 / Phi-4-mini: the Llama block with fused attn_qkv, gate and up in one ffn_up,
+    // NeoX RoPE (partial on Phi-4-mini: rope.dimension_count below the head size) and
+    // LongRoPE's per-frequency factors, long past the original context, short within it.
+    {.name = "phi3",
+     .arch = Architecture::kPhi3,
+     .rope_style = RopeStyle::kNeox,
+     .norm = NormKind::kRms,
+     .norm_placement = NormPlacement::kPre,
+     .activation = Activation::kSwiGlu,
+     .qkv_bias = TensorUse::kIgnored,
+     .out_bias = TensorUse::kOptional,
+     .qk_norm = TensorUse::kIgnored,
+     .sliding_window_period = 0,
+     .up_holds_gate = true},
 };
 
 }  // namespace

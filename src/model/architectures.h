@@ -48,6 +48,9 @@ struct ArchitectureInfo {
   bool granite_multipliers = false;
   // Mistral 3's query temperature from attention.temperature_scale (LayerSpec).
   bool query_temperature = false;
+  // ffn_up.weight holds the gate's rows, then the up projection's (Phi-3), when ffn_gate.weight
+  // is absent.
+  bool up_holds_gate = false;
 };
 
 // Every supported architecture.

@@ -161,9 +161,8 @@ Status read_yarn(const gguf::File& file, const std::string& p, ModelConfig& c) {
   STRATA_ASSIGN_OR_RETURN(y.ext_factor, non_negative_float(file, k + "yarn_ext_factor", 1.0f));
   STRATA_ASSIGN_OR_RETURN(y.beta_fast, positive_float(file, k + "yarn_beta_fast", 32.0f));
   STRATA_ASSIGN_OR_RETURN(y.beta_slow, positive_float(file, k + "yarn_beta_slow", 1.0f));
-  STRATA_ASSIGN_OR_RETURN(y.n_ctx_orig, optional_count(file, k + "original_context_length",
-                                                       kMaxContext, c.n_ctx_train));
-  STRATA_ASSIGN_OR_RETURN(const float attn_factor, positive_float(file, k + "attn_factor", 1.0f));
+  y.n_ctx_orig = c.n_ctx_orig;
+  const float attn_factor = y.attn_factor;  // rope.scaling.attn_factor, read by read_rope
   STRATA_ASSIGN_OR_RETURN(const float log_mul,
                           non_negative_float(file, k + "yarn_log_multiplier", 0.0f));
   auto mscale = [factor](float m) {
@@ -194,7 +193,13 @@ Status read_rope(const gguf::File& file, const std::string& p, ModelConfig& c) {
     }
     scaling = *scaling_value->as_string();
   }
-  if (scaling == "linear") {
+  STRATA_ASSIGN_OR_RETURN(
+      c.n_ctx_orig,
+      optional_count(file, p + "rope.scaling.original_context_length", kMaxContext, c.n_ctx_train));
+  // cos and sin scale by it whatever the scaling (LongRoPE's files carry it).
+  STRATA_ASSIGN_OR_RETURN(c.rope_yarn.attn_factor,
+                          positive_float(file, p + "rope.scaling.attn_factor", 1.0f));
+  if (scaling == "linear" || (scaling == "longrope" && file.find(p + "rope.scaling.factor"))) {
     if (file.find(p + "rope.scaling.factor") == nullptr) {
       return invalid("rope.scaling.type is linear but rope.scaling.factor is missing");
     }
@@ -206,10 +211,10 @@ Status read_rope(const gguf::File& file, const std::string& p, ModelConfig& c) {
     }
   } else if (scaling == "yarn") {
     STRATA_RETURN_IF_ERROR(read_yarn(file, p, c));
-  } else if (scaling != "none") {
+  } else if (scaling != "none" && scaling != "longrope") {
     return make_error(ErrorCode::kUnsupported, "unsupported rope.scaling.type " +
                                                    gguf::quoted_name(scaling) +
-                                                   " (supported: none, linear, yarn)");
+                                                   " (supported: none, linear, yarn, longrope)");
   }
   return ok_status();
 }
@@ -267,7 +272,7 @@ Status fill_sliding_windows(const gguf::File& file, const std::string& p,
     c.layers[l].sliding_window = window;
     c.layers[l].rope_freq_base = swa_base;
     c.layers[l].rope_freq_scale = swa_scale;
-    if (arch.swa_rope_unscaled) c.layers[l].yarn = RopeYarn{};
+    if (arch.swa_rope_unscaled) c.layers[l].yarn.ext_factor = 0;
   }
   return ok_status();
 }
@@ -297,7 +302,7 @@ Status fill_layer_specs(const gguf::File& file, const std::string& p, const Arch
   if (arch.query_temperature) {
     STRATA_ASSIGN_OR_RETURN(s.query_temp_scale,
                             non_negative_float(file, p + "attention.temperature_scale", 0.0f));
-    s.query_temp_floor = c.rope_yarn.n_ctx_orig != 0 ? c.rope_yarn.n_ctx_orig : c.n_ctx_train;
+    s.query_temp_floor = c.n_ctx_orig;
   }
   if (arch.granite_multipliers) {
     STRATA_ASSIGN_OR_RETURN(s.residual_scale, positive_float(file, p + "residual_scale", 1.0f));

@@ -22,7 +22,8 @@ enum class Architecture {
   kSmolLm3,
   kGranite,
   kOlmo2,
-  kMistral3
+  kMistral3,
+  kPhi3
 };
 
 // How RoPE pairs the dimensions of a head: GGML's "normal" mode rotates (x[2i], x[2i+1])
@@ -102,6 +103,9 @@ struct ModelConfig {
   size_t rope_dims = 0;             // rope.dimension_count (dims rotated per head)
   float rope_freq_scale = 1.0f;     // 1 / rope.scaling.factor for linear scaling
   RopeYarn rope_yarn;               // with rope.scaling.type yarn
+  // rope.scaling.original_context_length, else context_length: the context past which YaRN
+  // blends and LongRoPE takes its long factors.
+  size_t n_ctx_orig = 0;
   RopeStyle rope_style = RopeStyle::kNormal;
   float final_logit_softcap = 0;  // final_logit_softcapping: logits = cap * tanh(logits / cap)
   float embedding_scale = 1.0f;   // x = token_embd[token] * embedding_scale (Gemma: sqrt(n_embd))

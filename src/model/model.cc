@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <string>
 
 #include "gguf/names.h"
@@ -25,6 +26,13 @@ Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file,
   }
   m->file_ = std::move(file);
   return m;
+}
+
+void Model::use_context(size_t n_ctx) {
+  const Vector& factors = n_ctx > config_.n_ctx_orig ? weights_.rope_long : weights_.rope_short;
+  if (factors.size() == 0) return;
+  weights_.rope_freqs = Vector(factors.size());
+  std::copy_n(factors.data(), factors.size(), weights_.rope_freqs.data());
 }
 
 kv::KvShape Model::kv_shape(size_t page_size) const {

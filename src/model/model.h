@@ -33,6 +33,11 @@ class Model {
   // How many weight matrices were rearranged at load (ModelLoadOptions::interleave_weights).
   size_t interleaved_matrices() const { return interleaved_matrices_; }
 
+  // Tells the model the context its sequences may reach: past the original context
+  // (ModelConfig::n_ctx_orig) LongRoPE files rotate with their long factors, else the short
+  // ones (the reference engine chooses so from its context size).
+  void use_context(size_t n_ctx);
+
   // The KV shape a cache for this model must have.
   kv::KvShape kv_shape(size_t page_size) const;
 

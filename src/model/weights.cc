@@ -156,7 +156,7 @@ Status load_attention(Loader& load, const std::string& p, const ModelConfig& c,
 // Feed-forward: the norm, gate and up (split or fused ffn_gate_up), down; or the router and
 // expert stacks of a mixture of experts.
 Status load_feed_forward(Loader& load, const std::string& p, const ModelConfig& c,
-                         const LayerSpec& s, LayerWeights& l) {
+                         const ArchitectureInfo& arch, const LayerSpec& s, LayerWeights& l) {
   if (s.pre_norm()) {
     STRATA_ASSIGN_OR_RETURN(l.ffn_norm, load.vector(p + "ffn_norm.weight", c.n_embd));
   }
@@ -166,10 +166,12 @@ Status load_feed_forward(Loader& load, const std::string& p, const ModelConfig& 
     STRATA_ASSIGN_OR_RETURN(l.gate_exps, load.experts(p + "ffn_gate_exps.weight", ff, c.n_embd, n));
     STRATA_ASSIGN_OR_RETURN(l.up_exps, load.experts(p + "ffn_up_exps.weight", ff, c.n_embd, n));
     STRATA_ASSIGN_OR_RETURN(l.down_exps, load.experts(p + "ffn_down_exps.weight", c.n_embd, ff, n));
-  } else if (load.has(p + "ffn_gate_up.weight")) {
+  } else if (load.has(p + "ffn_gate_up.weight") ||
+             (arch.up_holds_gate && !load.has(p + "ffn_gate.weight"))) {
     const size_t rows[] = {c.n_ff, c.n_ff};  // gate, then up
+    const std::string name = load.has(p + "ffn_gate_up.weight") ? "ffn_gate_up" : "ffn_up";
     STRATA_ASSIGN_OR_RETURN(std::vector<Matrix> gate_up,
-                            load.row_views(p + "ffn_gate_up.weight", rows, c.n_embd));
+                            load.row_views(p + name + ".weight", rows, c.n_embd));
     l.w_gate = gate_up[0], l.w_up = gate_up[1];
   } else {
     STRATA_ASSIGN_OR_RETURN(l.w_gate, load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
@@ -184,13 +186,13 @@ Status load_feed_forward(Loader& load, const std::string& p, const ModelConfig& 
   return ok_status();
 }
 
-Status check_rope_freqs(const Vector& rope_freqs) {
+Status check_rope_freqs(const Vector& rope_freqs, const std::string& name) {
   // RoPE divides each frequency by its rope_freqs entry: a zero, negative or non-finite one
   // makes every angle, and so every logit, NaN.
   for (size_t i = 0; i < rope_freqs.size(); ++i) {
     if (!std::isfinite(rope_freqs[i]) || !(rope_freqs[i] > 0)) {
       return make_error(ErrorCode::kInvalidFile,
-                        "tensor 'rope_freqs.weight': element " + std::to_string(i) + " is " +
+                        "tensor '" + name + "': element " + std::to_string(i) + " is " +
                             std::to_string(rope_freqs[i]) + ", must be a finite number above 0");
     }
   }
@@ -227,13 +229,28 @@ Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) 
     w.output = w.token_embd;  // tied embeddings
   }
   STRATA_ASSIGN_OR_RETURN(w.rope_freqs, load.optional_vector("rope_freqs.weight", c.rope_dims / 2));
-  STRATA_RETURN_IF_ERROR(check_rope_freqs(w.rope_freqs));
+  STRATA_ASSIGN_OR_RETURN(w.rope_long,
+                          load.optional_vector("rope_factors_long.weight", c.rope_dims / 2));
+  STRATA_ASSIGN_OR_RETURN(w.rope_short,
+                          load.optional_vector("rope_factors_short.weight", c.rope_dims / 2));
+  STRATA_RETURN_IF_ERROR(check_rope_freqs(w.rope_freqs, "rope_freqs.weight"));
+  STRATA_RETURN_IF_ERROR(check_rope_freqs(w.rope_long, "rope_factors_long.weight"));
+  STRATA_RETURN_IF_ERROR(check_rope_freqs(w.rope_short, "rope_factors_short.weight"));
+  if (w.rope_freqs.size() != 0) {
+    // The reference engine prefers rope_freqs to LongRoPE's sets.
+    w.rope_long = Vector();
+    w.rope_short = Vector();
+  } else if (w.rope_short.size() != 0) {
+    // Within the original context LongRoPE uses its short factors (Model::use_context).
+    w.rope_freqs = Vector(w.rope_short.size());
+    std::copy_n(w.rope_short.data(), w.rope_short.size(), w.rope_freqs.data());
+  }
 
   w.layers.resize(c.n_layers);
   for (size_t i = 0; i < c.n_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     STRATA_RETURN_IF_ERROR(load_attention(load, p, c, *arch, c.layers[i], w.layers[i]));
-    STRATA_RETURN_IF_ERROR(load_feed_forward(load, p, c, c.layers[i], w.layers[i]));
+    STRATA_RETURN_IF_ERROR(load_feed_forward(load, p, c, *arch, c.layers[i], w.layers[i]));
   }
   for (const Matrix* m : streamed_matrices(w)) w.bytes += m->rows * row_bytes(m->type, m->cols);
   return w;

@@ -72,7 +72,10 @@ struct ModelWeights {
   Matrix token_embd;   // [n_vocab x n_embd]
   Vector output_norm;  // [n_embd]
   Matrix output;       // [n_vocab x n_embd]; token_embd when the model ties embeddings
-  Vector rope_freqs;   // [rope_dims / 2] Llama 3.1+ per-frequency divisors; empty if absent
+  Vector rope_freqs;   // [rope_dims / 2] per-frequency divisors in use; empty if none
+  // LongRoPE's two sets (rope_factors_long, rope_factors_short); rope_freqs is one of them,
+  // chosen by the context (Model::use_context).
+  Vector rope_long, rope_short;
   std::vector<LayerWeights> layers;
   size_t bytes = 0;  // bytes of all matrices read per token (for bandwidth figures)
 };

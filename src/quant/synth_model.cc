@@ -73,7 +73,18 @@ struct SynthArch {
   float yarn_factor = 0;
   uint32_t yarn_original_context = 0;
   float temperature_scale = 0;
+  // Phi-3: attn_qkv and ffn_up (gate rows, then up rows) fused; RoPE on this share of each head
+  // (Phi-4-mini rotates 3/4); LongRoPE factor sets with this original context (a 1,024-token
+  // context then takes the long ones) and rope.scaling.attn_factor.
+  bool fused = false;
+  float rotary_fraction = 1;
+  uint32_t longrope_original_context = 0;
+  float rope_attn_factor = 0;
 };
+
+uint32_t rope_dims(const Preset& p, const SynthArch& a) {
+  return static_cast<uint32_t>(static_cast<float>(p.head_dim) * a.rotary_fraction) & ~1u;
+}
 
 constexpr SynthArch kArchitectures[] = {
     {.name = "llama", .jitter_norms = false},
@@ -103,6 +114,12 @@ constexpr SynthArch kArchitectures[] = {
      .yarn_factor = 4.0f,
      .yarn_original_context = 128,
      .temperature_scale = 0.1f},
+    {.name = "phi3",
+     .embd_head_dim = true,
+     .fused = true,
+     .rotary_fraction = 0.75f,
+     .longrope_original_context = 256,
+     .rope_attn_factor = 1.19f},
     {.name = "olmo2",
      .pre_norms = false,
      .post_norms = true,
@@ -175,12 +192,22 @@ std::vector<SynthTensor> tensor_plan(const Preset& p, const SynthArch& a, uint64
   if (!p.tied_embeddings && !a.tied) {
     plan.push_back(matrix("output.weight", p.n_embd, n_vocab, 1.0));
   }
+  if (a.longrope_original_context != 0) {
+    // Divisors of each pair's frequency, around 2 (long) and 1.5 (short), all above 0.
+    const uint64_t n = rope_dims(p, a) / 2;
+    plan.push_back(SynthTensor{"rope_factors_long.weight", {n}, DType::kF32, 0.4, 2.0f});
+    plan.push_back(SynthTensor{"rope_factors_short.weight", {n}, DType::kF32, 0.2, 1.5f});
+  }
   for (uint32_t i = 0; i < p.n_layers; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     if (a.pre_norms) plan.push_back(norm(b + "attn_norm.weight"));
-    plan.push_back(matrix(b + "attn_q.weight", p.n_embd, q_dim, 1.0));
-    plan.push_back(matrix(b + "attn_k.weight", p.n_embd, kv_dim, 1.0));
-    plan.push_back(matrix(b + "attn_v.weight", p.n_embd, kv_dim, 1.0));
+    if (a.fused) {
+      plan.push_back(matrix(b + "attn_qkv.weight", p.n_embd, q_dim + 2 * kv_dim, 1.0));
+    } else {
+      plan.push_back(matrix(b + "attn_q.weight", p.n_embd, q_dim, 1.0));
+      plan.push_back(matrix(b + "attn_k.weight", p.n_embd, kv_dim, 1.0));
+      plan.push_back(matrix(b + "attn_v.weight", p.n_embd, kv_dim, 1.0));
+    }
     if (a.qk_norm) {
       plan.push_back(norm(b + "attn_q_norm.weight", a.qk_norm_full_width ? q_dim : p.head_dim));
       plan.push_back(norm(b + "attn_k_norm.weight", a.qk_norm_full_width ? kv_dim : p.head_dim));
@@ -188,8 +215,12 @@ std::vector<SynthTensor> tensor_plan(const Preset& p, const SynthArch& a, uint64
     plan.push_back(matrix(b + "attn_output.weight", q_dim, p.n_embd, residual));
     if (a.post_norms) plan.push_back(norm(b + "post_attention_norm.weight"));
     if (a.pre_norms) plan.push_back(norm(b + "ffn_norm.weight"));
-    plan.push_back(matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, 1.0));
-    plan.push_back(matrix(b + "ffn_up.weight", p.n_embd, p.n_ff, 1.0));
+    if (a.fused) {
+      plan.push_back(matrix(b + "ffn_up.weight", p.n_embd, 2 * uint64_t{p.n_ff}, 1.0));
+    } else {
+      plan.push_back(matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, 1.0));
+      plan.push_back(matrix(b + "ffn_up.weight", p.n_embd, p.n_ff, 1.0));
+    }
     plan.push_back(matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, residual));
     if (a.post_norms) plan.push_back(norm(b + "post_ffw_norm.weight"));
   }
@@ -248,7 +279,14 @@ void write_hyperparameters(const Preset& p, const SynthArch& a, uint64_t n_vocab
     writer.set(k + "attention.key_length", gguf::Value::uint32(p.head_dim));
     writer.set(k + "attention.value_length", gguf::Value::uint32(p.head_dim));
   }
-  writer.set(k + "rope.dimension_count", gguf::Value::uint32(p.head_dim));
+  writer.set(k + "rope.dimension_count", gguf::Value::uint32(rope_dims(p, a)));
+  if (a.longrope_original_context != 0) {
+    writer.set(k + "rope.scaling.original_context_length",
+               gguf::Value::uint32(a.longrope_original_context));
+  }
+  if (a.rope_attn_factor != 0) {
+    writer.set(k + "rope.scaling.attn_factor", gguf::Value::float32(a.rope_attn_factor));
+  }
   writer.set(k + "rope.freq_base", gguf::Value::float32(p.rope_freq_base));
   writer.set(k + "attention.layer_norm_rms_epsilon", gguf::Value::float32(kRmsEps));
   if (a.sliding_window) {
@@ -363,8 +401,9 @@ Status synthesize_model(const SynthOptions& options, const WriteProgressCallback
 
   gguf::Writer writer;
   writer.set("general.architecture", gguf::Value::string(arch->name));
-  writer.set("general.name",
-             gguf::Value::string(std::string("strata synth ") + arch->name + " " + p.name));
+  // Not the architecture's name: the reference engine sets token attributes by names it finds
+  // in general.name ("phi3"), and the copied vocabulary lacks the tokens it then looks up.
+  writer.set("general.name", gguf::Value::string(std::string("strata synth ") + p.name));
   writer.set("general.file_type",
              gguf::Value::uint32(type == DType::kF16 ? kFileTypeMostlyF16 : kFileTypeAllF32));
   write_hyperparameters(p, *arch, n_vocab, writer);

@@ -12,7 +12,7 @@ STRATA=${STRATA:-build/strata}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 ARCHS=("$@")
-[ ${#ARCHS[@]} -gt 0 ] || ARCHS=(llama gemma gemma2 gemma3 smollm3 granite mistral3 olmo2)
+[ ${#ARCHS[@]} -gt 0 ] || ARCHS=(llama gemma gemma2 gemma3 smollm3 granite mistral3 phi3 olmo2)
 for arch in "${ARCHS[@]}"; do
   file="$TMP/$arch.gguf"
   "$STRATA" synth --arch "$arch" --preset tiny-gqa --type F32 --seed 0 -o "$file" 2>/dev/null

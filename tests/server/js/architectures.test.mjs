@@ -12,7 +12,7 @@ import OpenAI from 'openai';
 import { startServer, strataBin } from './lib/server.mjs';
 
 const kArchitectures = [
-  'llama', 'gemma', 'gemma2', 'gemma3', 'qwen3', 'smollm3', 'granite', 'mistral3', 'olmo2',
+  'llama', 'gemma', 'gemma2', 'gemma3', 'qwen3', 'smollm3', 'granite', 'mistral3', 'phi3', 'olmo2',
 ];
 const kNEmbd = 256;  // tiny-gqa's width
 let dir;
