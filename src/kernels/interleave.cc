@@ -47,6 +47,12 @@ GroupPlan make_plan(DType type) {
       p.add(offsetof(BlockQ4_0, d), 2);
       for (size_t j = 0; j < 4; ++j) p.add(offsetof(BlockQ4_0, qs) + 4 * j, 4);
       break;
+    case DType::kQ5_0:
+      p.block_bytes = sizeof(BlockQ5_0);
+      p.add(offsetof(BlockQ5_0, d), 2);
+      p.add(offsetof(BlockQ5_0, qh), 4);
+      for (size_t j = 0; j < 4; ++j) p.add(offsetof(BlockQ5_0, qs) + 4 * j, 4);
+      break;
     case DType::kQ4_K:
       p.block_bytes = sizeof(BlockQ4_K);
       p.add(offsetof(BlockQ4_K, d), 2);
@@ -78,12 +84,15 @@ GroupPlan make_plan(DType type) {
 // The plans are constant tables, built on first use.
 const GroupPlan& plan(DType type) {
   static const GroupPlan q8_0 = make_plan(DType::kQ8_0), q4_0 = make_plan(DType::kQ4_0),
-                         q4_k = make_plan(DType::kQ4_K), q6_k = make_plan(DType::kQ6_K), none;
+                         q5_0 = make_plan(DType::kQ5_0), q4_k = make_plan(DType::kQ4_K),
+                         q6_k = make_plan(DType::kQ6_K), none;
   switch (type) {
     case DType::kQ8_0:
       return q8_0;
     case DType::kQ4_0:
       return q4_0;
+    case DType::kQ5_0:
+      return q5_0;
     case DType::kQ4_K:
       return q4_k;
     case DType::kQ6_K:

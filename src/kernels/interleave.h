@@ -12,6 +12,8 @@
 //                      (so the quants are unsigned, as vpdpbusd's first operand must be).
 //   Q4_0 (288 bytes):  d[16], then for j < 4: u32 qs[4j..] of each row (low nibbles: elements
 //                      4j.., high nibbles: 16 + 4j..).
+//   Q5_0 (352 bytes):  d[16], u32 qh of each row (bit i: the fifth bit of element i), then as
+//                      Q4_0.
 //   Q4_K (2304 bytes): d[16], dmin[16], scales byte planes p < 12 (byte p of each row's 12),
 //                      then for chunk i < 4, j < 8: u32 qs[32i + 4j..] of each row.
 //   Q6_K (3360 bytes): d[16], int8 scale planes s < 16 (scales[s] of each row), then for half

@@ -202,8 +202,8 @@ bool HasTiledKernel(DType type, size_t cols) {
 // True if this target has an interleaved-layout kernel for the type (interleave.h).
 bool HasInterleavedKernel(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-  return type == DType::kQ4_0 || type == DType::kQ8_0 || type == DType::kQ4_K ||
-         type == DType::kQ6_K;
+  return type == DType::kQ4_0 || type == DType::kQ5_0 || type == DType::kQ8_0 ||
+         type == DType::kQ4_K || type == DType::kQ6_K;
 #else
   (void)type;
   return false;
@@ -248,9 +248,9 @@ HWY_INLINE void ForEachGroupTile(const uint8_t* w, size_t w_stride, size_t row_b
 }
 
 // The interleaved kernels: rows [row_begin, row_end) (whole groups) for every token, from the
-// ActBlockQ8 rows (Q4_0, Q8_0) or the PackK<false> rows (K types). Signature of
+// ActBlockQ8 rows (Q4_0, Q5_0, Q8_0) or the PackK<false> rows (K types). Signature of
 // MatmulKernel::RowsFn.
-template <bool kQ8>
+template <DType kType>
 void InterleavedQ32(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end,
                     size_t cols, const uint8_t* act, size_t act_stride, size_t n_tokens, float* y,
                     size_t y_stride) {
@@ -258,7 +258,7 @@ void InterleavedQ32(const uint8_t* w, size_t w_stride, size_t row_begin, size_t 
   ForEachGroupTile<ActBlockQ8, kMaxGroupTokens>(
       w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y, y_stride,
       [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
-        GroupQ32<kT, kQ8>(g, blocks, a, out, y_stride);
+        GroupQ32<kT, kType>(g, blocks, a, out, y_stride);
       });
 }
 
@@ -285,10 +285,13 @@ bool SelectInterleavedKernel(DType type, MatmulKernel& k) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
   switch (type) {
     case DType::kQ4_0:
-      k.rows = &InterleavedQ32<false>;
+      k.rows = &InterleavedQ32<DType::kQ4_0>;
+      return true;
+    case DType::kQ5_0:
+      k.rows = &InterleavedQ32<DType::kQ5_0>;
       return true;
     case DType::kQ8_0:
-      k.rows = &InterleavedQ32<true>;
+      k.rows = &InterleavedQ32<DType::kQ8_0>;
       return true;
     case DType::kQ4_K:
     case DType::kQ6_K:

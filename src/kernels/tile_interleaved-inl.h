@@ -8,6 +8,7 @@
 // The integer sums are those of the scalar twin (reference::dot_quantized_ref); only the order
 // of f32 additions differs:
 //   Q4_0: isum = sum q * a - 8 * sum a                 y += d_w * d_a * isum
+//   Q5_0: isum = sum (q | h << 4) * a - 16 * sum a      y += d_w * d_a * isum
 //   Q8_0: isum = sum (q + 128) * a - 128 * sum a       y += d_w * d_a * isum
 //   Q4_K: isum = sum_s scale_s * sum q * a             y += d * d_a * isum
 //                                                      y -= sum_s dmin * min_s * d_a * bsum_s
@@ -41,6 +42,19 @@ inline constexpr size_t kPrefetchDistance = 4608;
 HWY_INLINE void PrefetchAhead(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchDistance), _MM_HINT_T0);
 }
+
+// The quants of a Q32 group block: Q8_0's are stored whole, Q4_0's and Q5_0's as nibbles (Q5_0
+// with a plane of each row's 32 high bits after the scales).
+template <DType kType>
+inline constexpr size_t kGroupBlockBytes = kInterleaveRows*(kType == DType::kQ8_0
+                                                                ? sizeof(BlockQ8_0)
+                                                            : kType == DType::kQ5_0
+                                                                ? sizeof(BlockQ5_0)
+                                                                : sizeof(BlockQ4_0));
+template <DType kType>
+inline constexpr int32_t kQuantOffset = kType == DType::kQ8_0   ? 128
+                                        : kType == DType::kQ5_0 ? 16
+                                                                : 8;
 
 // Q4_K's 6-bit scale and min bytes of sub-block s < 8, one byte per row, from the 12 byte planes
 // that plane(p) loads (GGUF get_scale_min_k4: s < 4 in the low 6 bits of bytes s and s + 4;
@@ -98,21 +112,28 @@ HWY_INLINE void StoreRows(const __m512* acc, float* y, size_t y_stride) {
 }
 
 // y[t * y_stride + r] for the group's 16 rows r and kT tokens; a[t] is token t's ActBlockQ8 row.
-template <size_t kT, bool kQ8>
+template <size_t kT, DType kType>
 HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* const* a, float* y,
                            size_t y_stride) {
-  constexpr size_t kGroupBlock = kInterleaveRows * (kQ8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0));
+  constexpr bool kQ8 = kType == DType::kQ8_0, kQ5 = kType == DType::kQ5_0;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
+  // Q5_0's fifth bits: byte 0 of each row's shifted qh copied to its 4 bytes, tested against
+  // bits 0-3, becomes 16 in the bytes whose bit is set.
+  const __m512i byte0 = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0x00000000);
+  const __m512i bit_k = _mm512_set1_epi32(0x08040201);
+  const __m512i sixteen = _mm512_set1_epi8(16);
   __m512 acc[kT];
   for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
   for (size_t b = 0; b < blocks; ++b) {
-    const uint8_t* gb = w + b * kGroupBlock;
+    const uint8_t* gb = w + b * kGroupBlockBytes<kType>;
     PrefetchAhead(gb);
-    const uint8_t* qs = gb + 2 * kInterleaveRows;
+    const uint8_t* qh = gb + 2 * kInterleaveRows;
+    const uint8_t* qs = qh + (kQ5 ? 4 * kInterleaveRows : 0);
+    const __m512i high_bits = kQ5 ? Load512(qh) : _mm512_setzero_si512();
     __m512i isum[kT];
-    for (size_t t = 0; t < kT; ++t) isum[t] = _mm512_set1_epi32((kQ8 ? -128 : -8) * a[t][b].sum);
+    for (size_t t = 0; t < kT; ++t) isum[t] = _mm512_set1_epi32(-kQuantOffset<kType> * a[t][b].sum);
     // Quants 4e ..+3 of the block: register e of Q8_0; the low (e < 4) or high nibbles of
-    // register e % 4 of Q4_0.
+    // register e % 4 of Q4_0 and Q5_0 (with bits 4e ..+3 of the row's qh as their fifth bits).
     for (size_t e = 0; e < 8; ++e) {
       __m512i u;
       if constexpr (kQ8) {
@@ -120,6 +141,11 @@ HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* co
       } else {
         const __m512i packed = e < 4 ? StreamLoad(qs + 64 * e) : Load512(qs + 64 * (e % 4));
         u = _mm512_and_si512(e < 4 ? packed : _mm512_srli_epi16(packed, 4), low4);
+      }
+      if constexpr (kQ5) {
+        const __m512i bits = _mm512_shuffle_epi8(
+            _mm512_srl_epi32(high_bits, _mm_cvtsi32_si128(static_cast<int>(4 * e))), byte0);
+        u = _mm512_or_si512(u, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(bits, bit_k), sixteen));
       }
       for (size_t t = 0; t < kT; ++t) {
         isum[t] = _mm512_dpbusd_epi32(isum[t], u, Broadcast4(a[t][b].qs + 4 * e));
@@ -468,22 +494,28 @@ HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
   StoreRowHalves<kT>(acc, y, y_stride);
 }
 
-template <size_t kT, bool kQ8>
+template <size_t kT, DType kType>
 HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* const* a, float* y,
                            size_t y_stride) {
-  constexpr size_t kGroupBlock = kInterleaveRows * (kQ8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0));
+  constexpr bool kQ8 = kType == DType::kQ8_0, kQ5 = kType == DType::kQ5_0;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i sign_bit = _mm256_set1_epi8(static_cast<char>(0x80));
   const __m256i ones = _mm256_set1_epi16(1);
+  // Q5_0's fifth bits, as the AVX-512 kernel finds them (8 rows per half).
+  const __m256i byte0 = _mm256_set_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0x00000000, 0x0C0C0C0C,
+                                         0x08080808, 0x04040404, 0x00000000);
+  const __m256i bit_k = _mm256_set1_epi32(0x08040201);
+  const __m256i sixteen = _mm256_set1_epi8(16);
   __m256 acc[kT][2];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (size_t b = 0; b < blocks; ++b) {
-    const uint8_t* gb = w + b * kGroupBlock;
+    const uint8_t* gb = w + b * kGroupBlockBytes<kType>;
     PrefetchAhead(gb);
-    const uint8_t* qs = gb + 2 * kInterleaveRows;
+    const uint8_t* qh = gb + 2 * kInterleaveRows;
+    const uint8_t* qs = qh + (kQ5 ? 4 * kInterleaveRows : 0);
     __m256i isum[kT][2];
     for (size_t t = 0; t < kT; ++t) {
-      isum[t][0] = isum[t][1] = _mm256_set1_epi32(kQ8 ? 0 : -8 * a[t][b].sum);
+      isum[t][0] = isum[t][1] = _mm256_set1_epi32(kQ8 ? 0 : -kQuantOffset<kType> * a[t][b].sum);
     }
     for (size_t e = 0; e < 8; ++e) {
       __m256i act[kT];
@@ -501,6 +533,14 @@ HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* co
           if (e < 4) PrefetchAhead(line);
           const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line));
           u = _mm256_and_si256(e < 4 ? packed : _mm256_srli_epi16(packed, 4), low4);
+        }
+        if constexpr (kQ5) {
+          const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 32 * h));
+          const __m256i bits = _mm256_and_si256(
+              _mm256_shuffle_epi8(
+                  _mm256_srl_epi32(high, _mm_cvtsi32_si128(static_cast<int>(4 * e))), byte0),
+              bit_k);
+          u = _mm256_or_si256(u, _mm256_and_si256(_mm256_cmpeq_epi8(bits, bit_k), sixteen));
         }
         for (size_t t = 0; t < kT; ++t) {
           __m256i at = act[t];

@@ -221,7 +221,7 @@ TEST_P(QuantizedMatmulTest, MatmulMatchesTwinForRaggedRowAndTokenCounts) {
 
 // The interleaved layout (interleave.h) holds the same blocks: every row reads back byte for byte.
 TEST(InterleaveTest, EveryRowReadsBackAndOnlyWholeGroupsInterleave) {
-  for (DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ4_0, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
     const size_t rows = 32, cols = 512, stride = row_bytes(type, cols);
     const std::vector<uint8_t> w = random_rows(type, rows, cols, 11);
     ASSERT_TRUE(can_interleave(type, rows, cols));
@@ -306,7 +306,8 @@ TEST_P(InterleavedMatmulTest, MatchesTwinForAnyTokenAndThreadCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, InterleavedMatmulTest,
-                         ::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K),
+                         ::testing::Values(DType::kQ4_0, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K,
+                                           DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Products of one input (q/k/v, gate/up) in one call: each is exactly its own matmul, whatever the
@@ -324,6 +325,7 @@ TEST(SharedInputMatmulTest, EachProductEqualsItsOwnMatmul) {
                         {DType::kQ6_K, WeightLayout::kInterleaved, 32},
                         {DType::kQ8_0, WeightLayout::kInterleaved, 16},
                         {DType::kQ4_0, WeightLayout::kRows, 36},
+                        {DType::kQ5_0, WeightLayout::kInterleaved, 32},
                         {DType::kQ5_K, WeightLayout::kRows, 8},
                         {DType::kF32, WeightLayout::kRows, 12}};
   std::vector<std::vector<uint8_t>> weights;
