@@ -11,6 +11,7 @@
 #include "server/completion_handler.h"
 #include "server/embeddings_handler.h"
 #include "server/http_errors.h"
+#include "server/ollama_handler.h"
 #include "server/openai_request.h"
 #include "strata/log.h"
 
@@ -162,6 +163,15 @@ void HttpServer::install_routes() {
   add("POST", {"/v1/embeddings", "/embeddings"},
       [this](HttpExchange& ex) { handle_embeddings(worker_, options_.model_id, ex); });
   add("GET", {"/props"}, [this](HttpExchange& ex) { answer_props(ex); });
+  // ollama's API, for clients that speak it (server/ollama_handler.h).
+  add("GET", {"/api/version"}, answer_ollama_version);
+  add("GET", {"/api/tags"}, [this](HttpExchange& ex) { answer_ollama_tags(ollama(), ex); });
+  add("POST", {"/api/show"}, [this](HttpExchange& ex) { answer_ollama_show(ollama(), ex); });
+  add("POST", {"/api/generate"},
+      [this](HttpExchange& ex) { handle_ollama_generate(ollama(), /*chat=*/false, ex); });
+  add("POST", {"/api/chat"},
+      [this](HttpExchange& ex) { handle_ollama_generate(ollama(), /*chat=*/true, ex); });
+  add("POST", {"/api/embed"}, [this](HttpExchange& ex) { handle_ollama_embed(ollama(), ex); });
   add("POST", {"/tokenize"}, [this](HttpExchange& ex) { answer_tokenize(ex); });
   add("POST", {"/detokenize"}, [this](HttpExchange& ex) { answer_detokenize(ex); });
   add("GET", {"/", "/index.html"}, serve_chat_page, /*needs_key=*/false);

@@ -18,6 +18,7 @@
 #include "server/http_exchange.h"
 #include "server/http_transport.h"
 #include "server/metrics.h"
+#include "server/ollama_handler.h"
 #include "server/request_log.h"
 #include "strata/chat.h"
 #include "strata/result.h"
@@ -101,6 +102,9 @@ class HttpServer {
   EngineWorker& worker_;
   Metrics& metrics_;
   Result<ChatTemplateSource> chat_template_;
+  OllamaContext ollama() {
+    return {worker_, chat_template_, options_.model_id, options_.model_path};
+  }
   std::unordered_map<std::string, std::vector<Route>> routes_;  // by path
   LargeBodyGate large_bodies_;
   std::unique_ptr<HttpTransport> transport_;

@@ -295,6 +295,8 @@ struct ModelSummary {
   std::string simd_targets;          // SIMD targets the kernels can dispatch to
   size_t interleaved_matrices = 0;   // weight matrices rearranged at load (interleave_weights)
   Pooling pooling = Pooling::kNone;  // of embedding requests: the model's or EngineOptions'
+  uint64_t n_params = 0;             // elements of every tensor in the file
+  std::string file_type;             // llama.cpp's name of general.file_type ("Q4_K_M"), or
 };
 
 // `strata inspect`: where exact attention goes at the last positions of a prompt, per layer and

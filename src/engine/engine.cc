@@ -9,6 +9,7 @@
 #include "engine/engine_impl.h"
 #include "engine/kv_policy.h"
 #include "engine/prefix_root.h"
+#include "gguf/describe.h"
 #include "gguf/gguf.h"
 #include "kernels/kv_format.h"
 #include "platform/cpu_features.h"
@@ -128,6 +129,12 @@ ModelSummary summarize(const model::Model& model, size_t context) {
   // GGUF's LLAMA_POOLING_TYPE: 0 none, 1 mean, 2 cls, 3 last (4, rank, is a reranker's head).
   constexpr Pooling kByType[] = {Pooling::kNone, Pooling::kMean, Pooling::kCls, Pooling::kLast};
   m.pooling = c.pooling_type < 4 ? kByType[c.pooling_type] : Pooling::kNone;
+  for (const gguf::TensorInfo& t : model.file().tensors()) m.n_params += t.n_elements;
+  if (const gguf::Value* type = model.file().find("general.file_type")) {
+    if (std::optional<int64_t> id = type->as_int(); id && *id >= 0) {
+      m.file_type = gguf::file_type_name(static_cast<uint64_t>(*id));
+    }
+  }
   return m;
 }
 
