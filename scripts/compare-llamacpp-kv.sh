@@ -36,7 +36,11 @@ for f in "$MODEL" "$TEXT"; do
 done
 command -v python3 > /dev/null || { echo "error: python3 is needed to read the outputs" >&2; exit 2; }
 fa_flags() {
-  if "$1" --help 2>&1 | grep -q -- '--flash-attn \[\?\(FA\|on\)'; then echo "-fa on"; else echo "-fa"; fi
+  # The help is read whole first: with pipefail, a --help that exits non-zero (llama.cpp's do)
+  # would fail the pipe even when grep finds the new spelling.
+  local help
+  help=$("$1" --help 2>&1 || true)
+  if grep -q -- '--flash-attn \[\?\(FA\|on\)' <<< "$help"; then echo "-fa on"; else echo "-fa"; fi
 }
 FA=$(fa_flags "$LLAMA_PERPLEXITY")
 limit=()

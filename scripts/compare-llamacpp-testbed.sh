@@ -5,7 +5,7 @@
 #      difference;
 #   b. greedy continuations (64 tokens) of 5 prompts cut from spread-out line starts of the text,
 #      by `strata run` and by llama-cli: prompt token ids and generated token ids compared, with the
-#      first differing token named;
+#      first differing token named (the texts, with builds that log no ids: llama-completion);
 #   c. with --prompts FILE.jsonl ({"prompt", "answer", ...} per line, prompts without BOS, as
 #      `strata eval --task T --write-prompts FILE.jsonl` writes them): llama-cli answers each prompt
 #      greedily; exact match is the generated text, leading whitespace dropped, starting with the
@@ -58,7 +58,11 @@ command -v python3 > /dev/null || { echo "error: python3 is needed to read the o
 # strata's f16 KV attention rounds as llama.cpp's CPU flash attention does (docs/numerics.md), so
 # llama.cpp runs with it: `-fa` in older trees, `-fa on` where the flag takes a value.
 fa_flags() {
-  if "$1" --help 2>&1 | grep -q -- '--flash-attn \[\?\(FA\|on\)'; then echo "-fa on"; else echo "-fa"; fi
+  # The help is read whole first: with pipefail, a --help that exits non-zero (llama.cpp's do)
+  # would fail the pipe even when grep finds the new spelling.
+  local help
+  help=$("$1" --help 2>&1 || true)
+  if grep -q -- '--flash-attn \[\?\(FA\|on\)' <<< "$help"; then echo "-fa on"; else echo "-fa"; fi
 }
 
 OUT=$(mktemp -d)
@@ -145,6 +149,20 @@ if mode == "greedy":
         prompt = line[:re.match(r"(\s*\S+){20}", line).end()]
         sp = [int(x) for x in sh([strata, "tokenize", "-m", model, "-p", prompt, "--ids"])[0].split()]
         lp, lg, leos, _ = run_llama(prompt, ngen, 512)
+        if not lp:
+            # Newer llama.cpp builds (llama-completion) log no token ids: compare the texts of
+            # exactly ngen tokens instead.
+            ltext = run_llama(prompt, ngen, 512, False)[3]
+            stext = run_strata(prompt, ngen, 512, False)[0]
+            print(f"\nprompt {k + 1}: {prompt!r} (llama.cpp logs no ids: texts compared)")
+            if ltext.rstrip() == stext.rstrip():  # llama-completion ends with its own newlines
+                same += 1
+                print(f"  identical: {stext!r}")
+            else:
+                d = next((i for i, (a, b) in enumerate(zip(stext, ltext)) if a != b),
+                         min(len(stext), len(ltext)))
+                print(f"  DIFFER at character {d}:\n  strata:    {stext!r}\n  llama.cpp: {ltext!r}")
+            continue
         sg, seos = run_strata(prompt, ngen, 512, True)
         stext, _ = run_strata(prompt, ngen, 512, False)
         print(f"\nprompt {k + 1} ({len(sp)} tokens with BOS): {prompt!r}")
