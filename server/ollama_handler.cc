@@ -18,13 +18,15 @@ constexpr std::chrono::milliseconds kEventWait{100};
 constexpr const char* kOllamaVersion = "0.6.0";
 
 void respond_json(HttpExchange& ex, const json& body) {
-  ex.respond({200, "application/json", {}, body.dump(-1, ' ', false, json::error_handler_t::replace)});
+  ex.respond(
+      {200, "application/json", {}, body.dump(-1, ' ', false, json::error_handler_t::replace)});
 }
 
 // ollama's error body: {"error": "message"}, at the status the OpenAI routes give.
 void send_ollama_error(HttpExchange& ex, const Error& error) {
   const HttpError mapped = http_error(error);
-  HttpResponse response{mapped.status, "application/json", {}, json{{"error", error.message}}.dump()};
+  HttpResponse response{
+      mapped.status, "application/json", {}, json{{"error", error.message}}.dump()};
   if (mapped.retry_after_s > 0) {
     response.headers.push_back({"Retry-After", std::to_string(mapped.retry_after_s)});
   }
@@ -55,9 +57,9 @@ json model_details(const ModelSummary& m) {
   const double params = static_cast<double>(m.n_params);
   std::snprintf(size, sizeof size, params >= 1e9 ? "%.1fB" : "%.0fM",
                 params >= 1e9 ? params / 1e9 : params / 1e6);
-  return {{"parent_model", ""},   {"format", "gguf"},
+  return {{"parent_model", ""},       {"format", "gguf"},
           {"family", m.architecture}, {"families", {m.architecture}},
-          {"parameter_size", size}, {"quantization_level", m.file_type}};
+          {"parameter_size", size},   {"quantization_level", m.file_type}};
 }
 
 // The options ollama requests carry, onto the engine's sampling fields.
@@ -73,7 +75,8 @@ void parse_options(Fields& f, GenerationRequest& g, int& num_predict) {
   f.integer("seed", g.sampling.seed, 0, INT64_MAX);
   f.integer("num_predict", num_predict, -2, 1 << 24);
   if (const json* stop = f.find("stop")) {
-    if (!stop->is_array()) return f.fail(field_error("options.stop", "must be an array of strings"));
+    if (!stop->is_array())
+      return f.fail(field_error("options.stop", "must be an array of strings"));
     for (const json& s : *stop) {
       if (!s.is_string()) return f.fail(field_error("options.stop", "must hold strings"));
       g.stop.push_back(s.get<std::string>());
@@ -188,7 +191,8 @@ struct Timing {
 
 void add_final_fields(json& o, FinishReason finish, const Timing& t) {
   auto ns = [](Clock::time_point a, Clock::time_point b) {
-    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
+    return static_cast<int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
   };
   o["done"] = true;
   o["done_reason"] = finish == FinishReason::kLength ? "length" : "stop";
@@ -206,7 +210,8 @@ void answer_ollama_version(HttpExchange& ex) { respond_json(ex, {{"version", kOl
 
 void answer_ollama_tags(const OllamaContext& ctx, HttpExchange& ex) {
   const Engine* engine = ctx.worker.engine();
-  if (!engine) return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+  if (!engine)
+    return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
   std::error_code ec;
   const auto size = std::filesystem::file_size(ctx.model_path, ec);
   respond_json(ex, {{"models",
@@ -220,7 +225,8 @@ void answer_ollama_tags(const OllamaContext& ctx, HttpExchange& ex) {
 
 void answer_ollama_show(const OllamaContext& ctx, HttpExchange& ex) {
   const Engine* engine = ctx.worker.engine();
-  if (!engine) return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+  if (!engine)
+    return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
   const ModelSummary& m = engine->model();
   const std::string a = m.architecture + ".";
   respond_json(ex, {{"license", ""},
@@ -243,7 +249,8 @@ void handle_ollama_generate(const OllamaContext& ctx, bool chat, HttpExchange& e
   Timing timing;
   timing.arrival = Clock::now();
   const Engine* engine = ctx.worker.engine();
-  if (!engine) return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+  if (!engine)
+    return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
   Result<OllamaRequest> parsed = parse_generate(ctx, *engine, ex.request().body, chat);
   if (!parsed.ok()) return send_ollama_error(ex, parsed.error());
   OllamaRequest& r = *parsed;
@@ -308,13 +315,14 @@ void handle_ollama_embed(const OllamaContext& ctx, HttpExchange& ex) {
   parse_prompt_inputs(f, "input", inputs);
   if (f.error()) return send_ollama_error(ex, f.error()->error);
   const Engine* engine = ctx.worker.engine();
-  if (!engine) return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+  if (!engine)
+    return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
   std::vector<GenerationRequest> requests(inputs.size());
   size_t prompt_tokens = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     requests[i].embed = true;
-    requests[i].prompt = inputs[i].is_tokens ? inputs[i].tokens
-                                             : engine->tokenize(inputs[i].text, true, false);
+    requests[i].prompt =
+        inputs[i].is_tokens ? inputs[i].tokens : engine->tokenize(inputs[i].text, true, false);
     prompt_tokens += requests[i].prompt.size();
   }
   const Clock::time_point arrival = Clock::now();

@@ -223,5 +223,20 @@ TEST(CliErrorsTest, BadSparseAttentionFlagsAreOneError) {
   std::filesystem::remove(prompts);
 }
 
+// strata embed: a model without pooling names --pooling; an empty file says there is nothing to
+// embed; with --pooling the same model embeds.
+TEST(CliErrorsTest, EmbedErrorsAreOneError) {
+  const std::string texts = temp_path("texts.txt"), empty = temp_path("empty.txt");
+  std::ofstream(texts) << "Once upon a time\nThe dog ran\n";
+  std::ofstream(empty) << "\n\n";
+  expect_one_error({"embed", "-m", kStories, "-f", texts}, {"--pooling"});
+  expect_one_error({"embed", "-m", kStories, "-f", empty}, {"no text to embed"});
+  expect_one_error({"embed", "-m", kStories, "-f", texts, "--pooling", "max"}, {"--pooling"});
+  const Outcome ok = run_strata({"embed", "-m", kStories, "-f", texts, "--pooling", "mean"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  std::filesystem::remove(texts);
+  std::filesystem::remove(empty);
+}
+
 }  // namespace
 }  // namespace strata
