@@ -1,7 +1,8 @@
 // libFuzzer target: the input is a request body for the OpenAI routes. Each decoder (chat,
-// completions, tokenize, detokenize) must never crash, hang or recurse with the input's depth; a
-// request it accepts must be internally consistent (n in range, the messages and tools it keeps
-// are JSON that parses again), and a refusal must carry a message.
+// completions, tokenize, detokenize, embeddings) must never crash, hang or recurse with the
+// input's depth; a request it accepts must be internally consistent (n in range, the messages and
+// tools it keeps are JSON that parses again, embedding inputs within the limit and not empty),
+// and a refusal must carry a message.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -43,6 +44,18 @@ void check_completion(const std::variant<CompletionRequest, RequestError>& parse
   }
 }
 
+void check_embeddings(const std::variant<strata::server::EmbeddingsRequest, RequestError>& parsed) {
+  check_refusal(parsed);
+  const auto* r = std::get_if<strata::server::EmbeddingsRequest>(&parsed);
+  if (!r) return;
+  if (r->inputs.empty() || r->inputs.size() > strata::server::kMaxEmbeddingInputs) {
+    fail("an embeddings request with no or too many inputs was accepted");
+  }
+  for (const strata::server::PromptInput& p : r->inputs) {
+    if (p.is_tokens ? p.tokens.empty() : p.text.empty()) fail("an empty input was accepted");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -51,5 +64,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_completion(strata::server::parse_completion_request(body));
   check_refusal(strata::server::parse_tokenize_request(body));
   check_refusal(strata::server::parse_detokenize_request(body));
+  check_embeddings(strata::server::parse_embeddings_request(body));
   return 0;
 }

@@ -8,28 +8,6 @@
 
 namespace strata {
 
-const char* pooling_name(Pooling pooling) {
-  switch (pooling) {
-    case Pooling::kMean:
-      return "mean";
-    case Pooling::kCls:
-      return "cls";
-    case Pooling::kLast:
-      return "last";
-    case Pooling::kNone:
-      break;
-  }
-  return "none";
-}
-
-Result<Pooling> parse_pooling(std::string_view name) {
-  for (Pooling p : {Pooling::kNone, Pooling::kMean, Pooling::kCls, Pooling::kLast}) {
-    if (name == pooling_name(p)) return p;
-  }
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown pooling '" + std::string(name) + "': use none, mean, cls or last");
-}
-
 Result<uint64_t> Engine::Impl::submit_embedding(const GenerationRequest& request,
                                                 TokenCallback on_token) {
   if (summary.pooling == Pooling::kNone) {

@@ -157,28 +157,6 @@ Status check_sparse_attention(const SparseAttentionPolicy& p) {
   return ok_status();
 }
 
-const char* speculation_kind_name(SpeculationKind kind) {
-  switch (kind) {
-    case SpeculationKind::kNgram:
-      return "ngram";
-    case SpeculationKind::kDraft:
-      return "draft";
-    case SpeculationKind::kNone:
-      break;
-  }
-  return "none";
-}
-
-Result<SpeculationKind> parse_speculation_kind(std::string_view name) {
-  for (SpeculationKind k :
-       {SpeculationKind::kNone, SpeculationKind::kNgram, SpeculationKind::kDraft}) {
-    if (name == speculation_kind_name(k)) return k;
-  }
-  return make_error(
-      ErrorCode::kInvalidArgument,
-      "unknown speculative decoding '" + std::string(name) + "': use none, ngram or draft");
-}
-
 Status check_speculative(const SpeculativeOptions& o) {
   if (o.max_draft < 0 || o.max_draft > kMaxDraft || o.ngram_min < 1 || o.ngram_max < o.ngram_min) {
     return make_error(ErrorCode::kInvalidArgument,
