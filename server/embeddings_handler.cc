@@ -5,13 +5,11 @@
 #include <vector>
 
 #include "server/http_errors.h"
-#include "server/openai_request.h"
+#include "server/json_fields.h"
 
 namespace strata::server {
 
 namespace {
-
-using nlohmann::json;
 
 constexpr std::chrono::milliseconds kEventWait{100};
 
@@ -36,64 +34,69 @@ std::string base64_floats(const std::vector<float>& v) {
 
 }  // namespace
 
-void handle_embeddings(EngineWorker& worker, const std::string& model_id, HttpExchange& exchange) {
+Result<Embeddings> run_embeddings(EngineWorker& worker, const std::vector<PromptInput>& inputs,
+                                  HttpExchange& exchange) {
   const Clock::time_point arrival = Clock::now();
+  const Engine* engine = worker.engine();
+  if (!engine) return make_error(ErrorCode::kUnavailable, "the model is still loading");
+  Embeddings out;
+  std::vector<GenerationRequest> requests(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    requests[i].embed = true;
+    requests[i].prompt = inputs[i].is_tokens
+                             ? inputs[i].tokens
+                             : engine->tokenize(inputs[i].text, /*add_special=*/true,
+                                                /*parse_special=*/false);
+    out.prompt_tokens += requests[i].prompt.size();
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Job> job, worker.enqueue(std::move(requests), arrival));
+  STRATA_RETURN_IF_ERROR(job->wait_submitted());
+  out.vectors.resize(inputs.size());
+  ChoiceEvent e;
+  for (size_t done = 0; done < inputs.size();) {
+    if (exchange.client_gone()) {
+      job->cancel();
+      return make_error(ErrorCode::kCancelled, "the client left");
+    }
+    if (!job->next(e, kEventWait) || e.event.finish == FinishReason::kNone) continue;
+    if (e.event.finish != FinishReason::kStop) {
+      job->cancel();
+      return e.event.finish == FinishReason::kError
+                 ? make_error(e.event.error_code, e.event.error)
+                 : make_error(ErrorCode::kUnavailable, "the request was cancelled by the server");
+    }
+    out.vectors[e.choice] = std::move(e.event.embedding);
+    ++done;
+  }
+  return out;
+}
+
+void handle_embeddings(EngineWorker& worker, const std::string& model_id, HttpExchange& exchange) {
   std::variant<EmbeddingsRequest, RequestError> parsed =
       parse_embeddings_request(exchange.request().body);
   if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(exchange, e->error, e->param);
   const EmbeddingsRequest& request = std::get<EmbeddingsRequest>(parsed);
-  const Engine* engine = worker.engine();
-  if (!engine) {
-    return send_error(exchange, make_error(ErrorCode::kUnavailable, "the model is still loading"));
-  }
-  std::vector<GenerationRequest> inputs(request.inputs.size());
-  size_t prompt_tokens = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const PromptInput& p = request.inputs[i];
-    inputs[i].embed = true;
-    inputs[i].prompt = p.is_tokens ? p.tokens
-                                   : engine->tokenize(p.text, /*add_special=*/true,
-                                                      /*parse_special=*/false);
-    prompt_tokens += inputs[i].prompt.size();
-  }
-  Result<std::shared_ptr<Job>> job = worker.enqueue(std::move(inputs), arrival);
-  if (!job.ok()) {
-    const bool too_large = job.error().code == ErrorCode::kInvalidArgument;
-    return send_error(exchange, job.error(), too_large ? "input" : "");
-  }
-  Status submitted = (*job)->wait_submitted();
-  if (!submitted.ok()) return send_error(exchange, submitted.error(), "input");
-
-  std::vector<std::vector<float>> vectors(request.inputs.size());
-  size_t n_done = 0;
-  ChoiceEvent e;
-  while (n_done < vectors.size()) {
-    if (exchange.client_gone()) return (*job)->cancel();
-    if (!(*job)->next(e, kEventWait) || e.event.finish == FinishReason::kNone) continue;
-    if (e.event.finish != FinishReason::kStop) {
-      (*job)->cancel();
-      const Error error =
-          e.event.finish == FinishReason::kError
-              ? make_error(e.event.error_code, e.event.error)
-              : make_error(ErrorCode::kUnavailable, "the request was cancelled by the server");
-      return send_error(exchange, error);
-    }
-    vectors[e.choice] = std::move(e.event.embedding);
-    ++n_done;
+  Result<Embeddings> embeddings = run_embeddings(worker, request.inputs, exchange);
+  if (!embeddings.ok()) {
+    if (embeddings.error().code == ErrorCode::kCancelled) return;
+    // Refusals of the input itself (too many, too long) name it.
+    const ErrorCode code = embeddings.error().code;
+    const bool input = code == ErrorCode::kInvalidArgument || code == ErrorCode::kOutOfRange;
+    return send_error(exchange, embeddings.error(), input ? "input" : "");
   }
   json data = json::array();
-  for (size_t i = 0; i < vectors.size(); ++i) {
-    json item = {{"object", "embedding"}, {"index", i}};
-    item["embedding"] = request.base64 ? json(base64_floats(vectors[i])) : json(vectors[i]);
-    data.push_back(std::move(item));
+  for (size_t i = 0; i < embeddings->vectors.size(); ++i) {
+    const std::vector<float>& v = embeddings->vectors[i];
+    data.push_back({{"object", "embedding"},
+                    {"index", i},
+                    {"embedding", request.base64 ? json(base64_floats(v)) : json(v)}});
   }
-  const json body = {
-      {"object", "list"},
-      {"data", std::move(data)},
-      {"model", request.model.empty() ? model_id : request.model},
-      {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
-  exchange.annotate("prompt_tokens", std::to_string(prompt_tokens));
-  exchange.respond({200, "application/json", {}, body.dump()});
+  const size_t tokens = embeddings->prompt_tokens;
+  exchange.annotate("prompt_tokens", std::to_string(tokens));
+  respond_json(exchange, {{"object", "list"},
+                          {"data", std::move(data)},
+                          {"model", request.model.empty() ? model_id : request.model},
+                          {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
 }
 
 }  // namespace strata::server

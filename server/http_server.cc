@@ -11,6 +11,7 @@
 #include "server/completion_handler.h"
 #include "server/embeddings_handler.h"
 #include "server/http_errors.h"
+#include "server/json_fields.h"
 #include "server/ollama_handler.h"
 #include "server/openai_request.h"
 #include "strata/log.h"
@@ -25,12 +26,6 @@ bool same_secret(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i % std::max<size_t>(b.size(), 1)];
   return diff == 0 && !b.empty();
-}
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-void respond_json(HttpExchange& exchange, const json& body) {
-  exchange.respond({200, "application/json", {}, dump(body)});
 }
 
 TransportOptions transport_options(TransportOptions t, size_t expected_streams) {

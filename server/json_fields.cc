@@ -120,4 +120,9 @@ void parse_prompt_inputs(Fields& f, const std::string& name, std::vector<PromptI
   }
 }
 
+void respond_json(HttpExchange& exchange, const json& body) {
+  exchange.respond(
+      {200, "application/json", {}, body.dump(-1, ' ', false, json::error_handler_t::replace)});
+}
+
 }  // namespace strata::server

@@ -1,6 +1,6 @@
-// Reading request bodies: one JSON object with a depth limit, its fields with type and range
-// checks that report the first problem as a RequestError naming the field, and the prompt forms
-// the OpenAI API accepts (completions' `prompt`, embeddings' `input`).
+// JSON bodies. Reading requests: one JSON object with a depth limit, its fields with type and
+// range checks that report the first problem as a RequestError naming the field, and the prompt
+// forms the OpenAI API accepts (completions' `prompt`, embeddings' `input`). Writing a 200 answer.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "server/http_exchange.h"
 #include "server/openai_request.h"
 
 namespace strata::server {
@@ -73,5 +74,8 @@ std::optional<std::vector<TokenId>> token_list(const json& v);
 // The required field `name` as prompts: a string, an array of strings, an array of token ids or
 // an array of such arrays (one PromptInput each). Failures go to f.
 void parse_prompt_inputs(Fields& f, const std::string& name, std::vector<PromptInput>& out);
+
+// Answers 200 with `body` (invalid UTF-8 in strings replaced, never thrown on).
+void respond_json(HttpExchange& exchange, const json& body);
 
 }  // namespace strata::server

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 
+#include "server/embeddings_handler.h"
 #include "server/http_errors.h"
 #include "server/json_fields.h"
 
@@ -16,11 +17,6 @@ constexpr std::chrono::milliseconds kEventWait{100};
 // ollama's version string; tools compare it with the features they need (0.5: structured
 // outputs, 0.6: /api/embed with input lists).
 constexpr const char* kOllamaVersion = "0.6.0";
-
-void respond_json(HttpExchange& ex, const json& body) {
-  ex.respond(
-      {200, "application/json", {}, body.dump(-1, ' ', false, json::error_handler_t::replace)});
-}
 
 // ollama's error body: {"error": "message"}, at the status the OpenAI routes give.
 void send_ollama_error(HttpExchange& ex, const Error& error) {
@@ -308,48 +304,23 @@ void handle_ollama_generate(const OllamaContext& ctx, bool chat, HttpExchange& e
 }
 
 void handle_ollama_embed(const OllamaContext& ctx, HttpExchange& ex) {
-  std::variant<json, RequestError> root = parse_object(ex.request().body);
-  if (auto* e = std::get_if<RequestError>(&root)) return send_ollama_error(ex, e->error);
-  Fields f(std::get<json>(root));
-  std::vector<PromptInput> inputs;
-  parse_prompt_inputs(f, "input", inputs);
-  if (f.error()) return send_ollama_error(ex, f.error()->error);
-  const Engine* engine = ctx.worker.engine();
-  if (!engine)
-    return send_ollama_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
-  std::vector<GenerationRequest> requests(inputs.size());
-  size_t prompt_tokens = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    requests[i].embed = true;
-    requests[i].prompt =
-        inputs[i].is_tokens ? inputs[i].tokens : engine->tokenize(inputs[i].text, true, false);
-    prompt_tokens += requests[i].prompt.size();
-  }
+  // The OpenAI request's decoder reads ollama's body too (input, model; the rest is ignored).
+  std::variant<EmbeddingsRequest, RequestError> parsed =
+      parse_embeddings_request(ex.request().body);
+  if (auto* e = std::get_if<RequestError>(&parsed)) return send_ollama_error(ex, e->error);
   const Clock::time_point arrival = Clock::now();
-  Result<std::shared_ptr<Job>> job = ctx.worker.enqueue(std::move(requests), arrival);
-  if (!job.ok()) return send_ollama_error(ex, job.error());
-  if (Status submitted = (*job)->wait_submitted(); !submitted.ok()) {
-    return send_ollama_error(ex, submitted.error());
-  }
-  std::vector<std::vector<float>> vectors(inputs.size());
-  size_t done = 0;
-  ChoiceEvent e;
-  while (done < vectors.size()) {
-    if (ex.client_gone()) return (*job)->cancel();
-    if (!(*job)->next(e, kEventWait) || e.event.finish == FinishReason::kNone) continue;
-    if (e.event.finish != FinishReason::kStop) {
-      (*job)->cancel();
-      return send_ollama_error(ex, make_error(e.event.error_code, e.event.error));
-    }
-    vectors[e.choice] = std::move(e.event.embedding);
-    ++done;
+  Result<Embeddings> embeddings =
+      run_embeddings(ctx.worker, std::get<EmbeddingsRequest>(parsed).inputs, ex);
+  if (!embeddings.ok()) {
+    if (embeddings.error().code != ErrorCode::kCancelled) send_ollama_error(ex, embeddings.error());
+    return;
   }
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - arrival);
   respond_json(ex, {{"model", ctx.model_id},
-                    {"embeddings", vectors},
+                    {"embeddings", embeddings->vectors},
                     {"total_duration", ns.count()},
                     {"load_duration", 0},
-                    {"prompt_eval_count", prompt_tokens}});
+                    {"prompt_eval_count", embeddings->prompt_tokens}});
 }
 
 }  // namespace strata::server

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/engine_impl.h"
+#include "kernels/ops.h"
 
 namespace strata {
 
@@ -22,12 +23,7 @@ Result<uint64_t> Engine::Impl::submit_embedding(const GenerationRequest& request
       request.prompt, summary.context,
       "the text has " + std::to_string(request.prompt.size()) + " tokens but the context holds " +
           std::to_string(summary.context) + "; shorten it or raise -c"));
-  if (options.max_waiting > 0 &&
-      scheduler->n_waiting() >= static_cast<size_t>(options.max_waiting)) {
-    return make_error(ErrorCode::kUnavailable, "the queue of waiting requests is full (" +
-                                                   std::to_string(options.max_waiting) +
-                                                   "); retry later");
-  }
+  STRATA_RETURN_IF_ERROR(check_queue());
   STRATA_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create({}));
   engine::Sequence& s = sequences.emplace_back();
   s.id = next_id++;
@@ -63,7 +59,9 @@ void Engine::Impl::append_embedding_chunk(model::Batch& batch, engine::Sequence&
                            (s.pooling == Pooling::kLast && pos + 1 == s.n_prompt);
     n += batch[i].want_hidden;
   }
-  if (n > 0) rows.push_back({&s, n_hidden, n});
+  // Recorded even with no rows (a CLS chunk past position 0): the chunk that completes the
+  // prompt finishes the request.
+  rows.push_back({&s, n_hidden, n});
   n_hidden += n;
 }
 
@@ -74,14 +72,10 @@ void Engine::Impl::pool_embeddings(std::span<const HiddenRows> rows) {
     if (s.finished()) continue;
     // Mean: a running sum; CLS and last: the one row.
     for (size_t i = 0; i < r.n; ++i) {
-      const float* row = hidden.data() + (r.first + i) * n_embd;
-      for (size_t d = 0; d < n_embd; ++d) s.pooled[d] += row[d];
+      kernels::add(s.pooled.data(), hidden.data() + (r.first + i) * n_embd, n_embd);
     }
     s.n_pooled += r.n;
-  }
-  // Finish every request whose prompt has run, rows this step or not (a chunk may hold none).
-  for (engine::Sequence& s : sequences) {
-    if (!s.embed || s.finished() || s.n_computed < s.n_prompt) continue;
+    if (s.n_computed < s.n_prompt) continue;
     TokenEvent event;
     event.finish = FinishReason::kStop;
     event.embedding = std::move(s.pooled);

@@ -302,12 +302,7 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
     return make_error(ErrorCode::kInvalidArgument,
                       "the draft length must be 0 to " + std::to_string(kMaxDraft));
   }
-  if (im.options.max_waiting > 0 &&
-      im.scheduler->n_waiting() >= static_cast<size_t>(im.options.max_waiting)) {
-    return make_error(ErrorCode::kUnavailable, "the queue of waiting requests is full (" +
-                                                   std::to_string(im.options.max_waiting) +
-                                                   "); retry later");
-  }
+  STRATA_RETURN_IF_ERROR(im.check_queue());
   sampling::SamplingParams params = to_sampling_params(request.sampling);
   params.logprobs = request.logprobs || request.top_logprobs > 0;
   params.top_logprobs = request.top_logprobs;
@@ -490,6 +485,16 @@ Result<kv::SparsePolicy> Engine::Impl::request_sparse(const SparseAttentionOverr
     }
   }
   return kv_sparse_policy(p, kv->cache().shape());
+}
+
+Status Engine::Impl::check_queue() const {
+  if (options.max_waiting > 0 &&
+      scheduler->n_waiting() >= static_cast<size_t>(options.max_waiting)) {
+    return make_error(ErrorCode::kUnavailable, "the queue of waiting requests is full (" +
+                                                   std::to_string(options.max_waiting) +
+                                                   "); retry later");
+  }
+  return ok_status();
 }
 
 Status Engine::Impl::check_tokens(std::span<const TokenId> tokens, size_t max_tokens,

@@ -26,7 +26,8 @@ struct LogitRows {
   size_t n;      // rows (1 today; the guesses plus one with speculative decoding)
 };
 
-// Where an embedding request's rows of the step's hidden states are.
+// Where an embedding request's rows of the step's hidden states are (n may be 0: its pooling
+// reads no position of this chunk).
 struct HiddenRows {
   engine::Sequence* seq;
   size_t first;  // row index in Engine::Impl::hidden
@@ -61,18 +62,20 @@ struct Engine::Impl {
   // the vocabulary, at most max_tokens of them (else kOutOfRange with the message too_long).
   Status check_tokens(std::span<const TokenId> tokens, size_t max_tokens,
                       const std::string& too_long) const;
+  // kUnavailable when EngineOptions::max_waiting requests already wait.
+  Status check_queue() const;
   // The KV policy of a request that asks for its own sparse attention, checked.
   Result<kv::SparsePolicy> request_sparse(const SparseAttentionOverride& o) const;
 
   // embedding.cc
   // Engine::submit of an embedding request: checked, queued like a prompt that samples nothing.
   Result<uint64_t> submit_embedding(const GenerationRequest& request, TokenCallback on_token);
-  // Appends an embedding request's chunk of c.n_tokens positions, wanting the hidden states its
-  // pooling reads; records them in `rows` (n_hidden counts the step's hidden rows so far).
+  // Appends an embedding request's chunk of n_tokens positions, wanting the hidden states its
+  // pooling reads; records the chunk in `rows` (n_hidden counts the step's hidden rows so far).
   void append_embedding_chunk(model::Batch& batch, engine::Sequence& s, size_t n_tokens,
                               std::vector<HiddenRows>& rows, size_t& n_hidden);
-  // Pools each request's rows of `hidden`; a request whose prompt is done finishes with its
-  // embedding.
+  // Pools each of the step's embedding chunks (its rows of `hidden`); a request whose prompt is
+  // done finishes with its embedding.
   void pool_embeddings(std::span<const HiddenRows> rows);
 
   // engine_step.cc

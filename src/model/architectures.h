@@ -12,22 +12,23 @@ namespace strata::model {
 // Whether a block's optional tensor must be there, may be there, or is not read at all.
 enum class TensorUse { kIgnored, kOptional, kRequired };
 
+// Each field defaults to the plain Llama block's choice, so an entry names only what differs.
 struct ArchitectureInfo {
   const char* name;  // general.architecture
   Architecture arch;
   // Per-layer defaults (LayerSpec); the metadata overrides what it names.
-  RopeStyle rope_style;
-  NormKind norm;
-  NormPlacement norm_placement;
-  Activation activation;
-  TensorUse qkv_bias;               // attn_q.bias, attn_k.bias, attn_v.bias
-  TensorUse out_bias;               // attn_output.bias
-  TensorUse qk_norm;                // attn_q_norm.weight, attn_k_norm.weight
+  RopeStyle rope_style = RopeStyle::kNormal;
+  NormKind norm = NormKind::kRms;
+  NormPlacement norm_placement = NormPlacement::kPre;
+  Activation activation = Activation::kSwiGlu;
+  TensorUse qkv_bias = TensorUse::kIgnored;  // attn_q.bias, attn_k.bias, attn_v.bias
+  TensorUse out_bias = TensorUse::kIgnored;  // attn_output.bias
+  TensorUse qk_norm = TensorUse::kIgnored;   // attn_q_norm.weight, attn_k_norm.weight
   bool qk_norm_full_width = false;  // one RMSNorm over all of q (k) rather than one per head
   // Sliding-window layers (attention.sliding_window): every layer but each n-th one (Gemma 3:
   // 6, five local layers to one global; Gemma 2: 2); 0 if every layer attends globally.
   // attention.sliding_window_pattern overrides it (a period, or a bool per layer).
-  size_t sliding_window_period;
+  size_t sliding_window_period = 0;
   size_t default_sliding_window = 0;  // when attention.sliding_window is absent (Gemma 2: 4096)
   // RoPE of the sliding-window layers: base rope.freq_base_swa, else this one (0: the global
   // layers'); unscaled where the global layers stretch (Gemma 3: base 10000; OLMo 3), or with

@@ -34,9 +34,8 @@ void embed_tokens(const Matrix& token_embd, const Batch& batch, float scale, flo
   for (size_t t = 0; t < batch.size(); ++t) {
     kernels::dequantize_matrix_row(token_embd.type, token_embd.layout, token_embd.data, n,
                                    static_cast<size_t>(batch[t].token), x + t * n);
-    if (scale == 1.0f) continue;
-    for (size_t i = 0; i < n; ++i) x[t * n + i] *= scale;
   }
+  scale_rows(x, scale, batch.size() * n);
 }
 
 void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t n, float eps,

@@ -34,7 +34,7 @@ size_t attention_block(const ForwardContext& ctx, size_t l, size_t T) {
     rms_norm_heads(a.q.data(), lw.q_norm, T, q_heads, c.q_dim() / q_heads, s.norm_eps);
     rms_norm_heads(a.k.data(), lw.k_norm, T, kv_heads, c.kv_dim() / kv_heads, s.norm_eps);
   }
-  if (s.rope) apply_rope(s, c, ctx.w.rope_freqs, ctx.batch, a.q.data(), a.k.data());
+  if (s.rope) apply_rope(s, c, ctx.w.rope_factors(), ctx.batch, a.q.data(), a.k.data());
   scale_queries_by_position(s, c, ctx.batch, a.q.data());  // q *= temperature(pos) (Mistral 3)
   attention(c, l, s, ctx.batch, a.q.data(), a.k.data(), a.v.data(), ctx.cache, a.att.data(),
             ctx.pool);                                     // att: [T][n_heads * head_dim]

@@ -1,6 +1,5 @@
 #include "model/model.h"
 
-#include <algorithm>
 #include <string>
 
 #include "gguf/names.h"
@@ -28,12 +27,7 @@ Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file,
   return m;
 }
 
-void Model::use_context(size_t n_ctx) {
-  const Vector& factors = n_ctx > config_.n_ctx_orig ? weights_.rope_long : weights_.rope_short;
-  if (factors.size() == 0) return;
-  weights_.rope_freqs = Vector(factors.size());
-  std::copy_n(factors.data(), factors.size(), weights_.rope_freqs.data());
-}
+void Model::use_context(size_t n_ctx) { weights_.long_rope = n_ctx > config_.n_ctx_orig; }
 
 kv::KvShape Model::kv_shape(size_t page_size) const {
   return kv::KvShape{config_.n_layers, config_.n_kv_heads, config_.head_dim, page_size};

@@ -236,15 +236,6 @@ Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) 
   STRATA_RETURN_IF_ERROR(check_rope_freqs(w.rope_freqs, "rope_freqs.weight"));
   STRATA_RETURN_IF_ERROR(check_rope_freqs(w.rope_long, "rope_factors_long.weight"));
   STRATA_RETURN_IF_ERROR(check_rope_freqs(w.rope_short, "rope_factors_short.weight"));
-  if (w.rope_freqs.size() != 0) {
-    // The reference engine prefers rope_freqs to LongRoPE's sets.
-    w.rope_long = Vector();
-    w.rope_short = Vector();
-  } else if (w.rope_short.size() != 0) {
-    // Within the original context LongRoPE uses its short factors (Model::use_context).
-    w.rope_freqs = Vector(w.rope_short.size());
-    std::copy_n(w.rope_short.data(), w.rope_short.size(), w.rope_freqs.data());
-  }
 
   w.layers.resize(c.n_layers);
   for (size_t i = 0; i < c.n_layers; ++i) {

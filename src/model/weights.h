@@ -72,12 +72,20 @@ struct ModelWeights {
   Matrix token_embd;   // [n_vocab x n_embd]
   Vector output_norm;  // [n_embd]
   Matrix output;       // [n_vocab x n_embd]; token_embd when the model ties embeddings
-  Vector rope_freqs;   // [rope_dims / 2] per-frequency divisors in use; empty if none
-  // LongRoPE's two sets (rope_factors_long, rope_factors_short); rope_freqs is one of them,
-  // chosen by the context (Model::use_context).
+  Vector rope_freqs;   // [rope_dims / 2] Llama 3.1+ per-frequency divisors; empty if absent
+  // LongRoPE's two sets (rope_factors_long, rope_factors_short), when the file has them and no
+  // rope_freqs (the reference engine prefers that one); long_rope picks the long set
+  // (Model::use_context).
   Vector rope_long, rope_short;
+  bool long_rope = false;
   std::vector<LayerWeights> layers;
   size_t bytes = 0;  // bytes of all matrices read per token (for bandwidth figures)
+
+  // The per-frequency divisors RoPE applies: rope_freqs, or LongRoPE's set in use; may be empty.
+  const Vector& rope_factors() const {
+    if (rope_freqs.size() != 0) return rope_freqs;
+    return long_rope ? rope_long : rope_short;
+  }
 };
 
 // Finds every tensor the architecture needs, checks its shape and type, and returns views.

@@ -244,24 +244,25 @@ void fill_row(const SynthTensor& t, uint64_t seed, size_t index, size_t row, uin
   }
 }
 
-Result<const Preset*> find_preset(const std::string& name) {
-  for (const Preset& p : kPresets) {
-    if (name == p.name) return &p;
-  }
-  std::string names;
-  for (const std::string& n : synth_preset_names()) names += (names.empty() ? "" : ", ") + n;
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown preset '" + name + "'; use one of: " + names);
+// The names of a table's entries, in order.
+template <class Entry, size_t N>
+std::vector<std::string> names_of(const Entry (&table)[N]) {
+  std::vector<std::string> names;
+  for (const Entry& e : table) names.emplace_back(e.name);
+  return names;
 }
 
-Result<const SynthArch*> find_arch(const std::string& name) {
-  for (const SynthArch& a : kArchitectures) {
-    if (name == a.name) return &a;
-  }
+// The entry of `table` called `name`, or an error listing the names (`what`: "preset", ...).
+template <class Entry, size_t N>
+Result<const Entry*> find_named(const Entry (&table)[N], const std::string& name,
+                                const char* what) {
   std::string names;
-  for (const std::string& n : synth_architecture_names()) names += (names.empty() ? "" : ", ") + n;
+  for (const Entry& e : table) {
+    if (name == e.name) return &e;
+    names += (names.empty() ? "" : ", ") + std::string(e.name);
+  }
   return make_error(ErrorCode::kInvalidArgument,
-                    "synth cannot write architecture '" + name + "'; use one of: " + names);
+                    "unknown " + std::string(what) + " '" + name + "'; use one of: " + names);
 }
 
 // The `<arch>.*` hyper-parameters of preset p for architecture a.
@@ -357,22 +358,15 @@ void pad_vocabulary(const gguf::File& vocab, uint64_t n_vocab, gguf::Writer& wri
 
 }  // namespace
 
-std::vector<std::string> synth_architecture_names() {
-  std::vector<std::string> names;
-  for (const SynthArch& a : kArchitectures) names.emplace_back(a.name);
-  return names;
-}
+std::vector<std::string> synth_architecture_names() { return names_of(kArchitectures); }
 
-std::vector<std::string> synth_preset_names() {
-  std::vector<std::string> names;
-  for (const Preset& p : kPresets) names.emplace_back(p.name);
-  return names;
-}
+std::vector<std::string> synth_preset_names() { return names_of(kPresets); }
 
 Status synthesize_model(const SynthOptions& options, const WriteProgressCallback& progress) {
   STRATA_RETURN_IF_ERROR(check_thread_count(options.threads));
-  STRATA_ASSIGN_OR_RETURN(const Preset* preset, find_preset(options.preset));
-  STRATA_ASSIGN_OR_RETURN(const SynthArch* arch, find_arch(options.arch));
+  STRATA_ASSIGN_OR_RETURN(const Preset* preset, find_named(kPresets, options.preset, "preset"));
+  STRATA_ASSIGN_OR_RETURN(const SynthArch* arch,
+                          find_named(kArchitectures, options.arch, "architecture"));
   STRATA_ASSIGN_OR_RETURN(DType type, synth_type(options.type));
   if (options.output_path.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "no output path; pass -o OUT.gguf");
