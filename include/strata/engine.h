@@ -290,6 +290,7 @@ struct ModelSummary {
   std::string architecture;
   std::string name;
   size_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0;
+  bool encoder = false;              // an embedding model without output head: cannot generate
   size_t context = 0;                // the engine's context per sequence
   size_t weight_bytes = 0;           // bytes of weights read per generated token
   std::string simd_targets;          // SIMD targets the kernels can dispatch to

@@ -32,6 +32,7 @@ Result<uint64_t> Engine::Impl::submit_embedding(const GenerationRequest& request
   s.max_length = s.n_prompt;
   s.report_admission = request.report_admission;
   s.embed = true;
+  s.one_chunk = !model->config().causal;
   s.pooling = summary.pooling;
   s.sampler = std::make_unique<sampling::Sampler>(std::move(sampler));
   s.detokenizer = std::make_unique<tokenizer::StreamingDetokenizer>(*tokenizer);

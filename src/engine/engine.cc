@@ -118,6 +118,7 @@ ModelSummary summarize(const model::Model& model, size_t context) {
   m.name = model.file().get_string("general.name").value_or("");
   m.n_vocab = c.n_vocab;
   m.n_ctx_train = c.n_ctx_train;
+  m.encoder = c.encoder;
   m.n_embd = c.n_embd;
   m.n_layers = c.n_layers;
   m.n_heads = c.n_heads;
@@ -218,6 +219,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   }
   size_t context = options.context > 0 ? static_cast<size_t>(options.context)
                                        : std::min(c.n_ctx_train, kDefaultMaxContext);
+  if (c.learned_positions && context > c.n_ctx_train) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "a context of " + std::to_string(context) + " tokens is past the " +
+                          std::to_string(c.n_ctx_train) + " positions " + c.arch_name +
+                          " learned; lower -c to " + std::to_string(c.n_ctx_train) + " or less");
+  }
   impl->model->use_context(context);
   const size_t page = static_cast<size_t>(options.page_size);
   const kv::KvShape kv_shape = impl->model->kv_shape(page);
@@ -285,6 +292,12 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   Impl& im = *impl_;
   const size_t context = im.summary.context;
   if (request.embed) return im.submit_embedding(request, std::move(on_token));
+  if (im.summary.encoder) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "this is an embedding model (" + im.summary.architecture +
+                          "): it has no output head and cannot generate text; ask it for "
+                          "embeddings (/v1/embeddings, strata embed)");
+  }
   // Prompt plus at least one generated token.
   STRATA_RETURN_IF_ERROR(
       im.check_tokens(request.prompt, context - 1,

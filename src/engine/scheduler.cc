@@ -84,7 +84,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, size_t& budget) {
     // own pages when nobody took them meanwhile).
     const size_t cached = s->embed ? 0 : kv_.attach_prefix(s->id, s->tokens, s->cache_salt);
     s->n_computed = cached;
-    const size_t n = std::min(budget, s->n_pending());
+    const size_t n = s->one_chunk ? s->n_pending() : std::min(budget, s->n_pending());
     if (!kv_.allocate(s->id, n)) {
       kv_.free(s->id);  // waiting sequences hold no pages, cached ones neither
       s->n_computed = 0;
@@ -101,7 +101,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, size_t& budget) {
     s->status = SeqStatus::kPrefilling;
     out.admitted.push_back(s);
     push(out, s, n);
-    budget -= n;
+    budget -= std::min(budget, n);
   }
 }
 

@@ -46,6 +46,9 @@ struct Sequence {
   // pooling reads every position's hidden state) and ends when its prompt has run. `pooled`
   // accumulates the hidden states read so far ([n_embd]; a sum for mean pooling).
   bool embed = false;
+  // An encoder's input attends both ways, so it runs in one batch, past the step's token budget
+  // if it must (it is at most a context long).
+  bool one_chunk = false;
   Pooling pooling = Pooling::kNone;
   std::vector<float> pooled;
   size_t n_pooled = 0;

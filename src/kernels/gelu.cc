@@ -21,6 +21,19 @@ GeluTable make_gelu_table() {
   return table;
 }
 
+// A constant of the function, built on first use (thread-safe static initialisation).
+const GeluTable& gelu_table() {
+  static const GeluTable table = make_gelu_table();
+  return table;
+}
+
+// gelu(g): 0 at or below -10, the identity at or above 10, else the table's f16 value.
+float gelu_f16(const GeluTable& table, float g) {
+  if (g <= -10.0f) return 0.0f;
+  if (g >= 10.0f) return g;
+  return fp16_to_fp32(table[fp32_to_fp16(g)]);
+}
+
 }  // namespace
 
 float gelu_tanh(float x) {
@@ -30,20 +43,13 @@ float gelu_tanh(float x) {
 }
 
 void geglu(float* gate, const float* up, size_t n) {
-  // A constant of the function, built on first use (thread-safe static initialisation).
-  static const GeluTable table = make_gelu_table();
-  for (size_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    float gelu;
-    if (g <= -10.0f) {
-      gelu = 0.0f;
-    } else if (g >= 10.0f) {
-      gelu = g;
-    } else {
-      gelu = fp16_to_fp32(table[fp32_to_fp16(g)]);
-    }
-    gate[i] = gelu * up[i];
-  }
+  const GeluTable& table = gelu_table();
+  for (size_t i = 0; i < n; ++i) gate[i] = gelu_f16(table, gate[i]) * up[i];
+}
+
+void gelu(float* x, size_t n) {
+  const GeluTable& table = gelu_table();
+  for (size_t i = 0; i < n; ++i) x[i] = gelu_f16(table, x[i]);
 }
 
 }  // namespace strata::kernels

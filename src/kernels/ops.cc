@@ -148,6 +148,22 @@ HWY_EXPORT(Axpy);
 void rms_norm(const float* x, const float* weight, float* out, size_t n, float eps) {
   HWY_DYNAMIC_DISPATCH(RmsNorm)(x, weight, out, n, eps);
 }
+// Scalar: encoders normalize a few rows per block, next to matmuls that cost n times more.
+void layer_norm(const float* x, const float* weight, const float* bias, float* out, size_t n,
+                float eps) {
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += x[i];
+  const auto mean = static_cast<float>(sum / static_cast<double>(n));
+  double sum_sq = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float centred = x[i] - mean;
+    out[i] = centred;
+    sum_sq += double{centred} * centred;
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(sum_sq / static_cast<double>(n)) + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = out[i] * scale * weight[i] + bias[i];
+}
+
 void softmax(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(Softmax)(x, n); }
 void swiglu(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(Swiglu)(gate, up, n); }
 void add(float* y, const float* x, size_t n) { HWY_DYNAMIC_DISPATCH(Add)(y, x, n); }

@@ -8,6 +8,11 @@ namespace strata::kernels {
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]   (RMSNorm; out may alias x)
 void rms_norm(const float* x, const float* weight, float* out, size_t n, float eps);
 
+// out[i] = (x[i] - mean(x)) / sqrt(var(x) + eps) * weight[i] + bias[i]   (LayerNorm; out may
+// alias x). Mean and variance are summed in double, as the reference engine's ggml_norm does.
+void layer_norm(const float* x, const float* weight, const float* bias, float* out, size_t n,
+                float eps);
+
 // x[i] = exp(x[i] - max) / sum_j exp(x[j] - max)   (in place)
 void softmax(float* x, size_t n);
 

@@ -87,6 +87,30 @@ constexpr ArchitectureInfo kArchitectures[] = {
      .rope_style = RopeStyle::kNeox,
      .out_bias = TensorUse::kOptional,
      .up_holds_gate = true},
+    // BERT (bge, MiniLM, e5): an encoder with learned absolute positions, LayerNorm with biases
+    // on the residual stream after each sub-layer's add, biases on every projection and a plain
+    // GELU feed-forward network.
+    {.name = "bert",
+     .arch = Architecture::kBert,
+     .norm = NormKind::kLayer,
+     .norm_placement = NormPlacement::kAfterResidual,
+     .activation = Activation::kGelu,
+     .qkv_bias = TensorUse::kOptional,
+     .out_bias = TensorUse::kOptional,
+     .ffn_bias = TensorUse::kOptional,
+     .encoder = true,
+     .learned_positions = true,
+     .rope = false},
+    // nomic-bert (nomic-embed-text): the BERT encoder with NeoX RoPE instead of learned
+    // positions, fused attn_qkv and a SwiGLU feed-forward network without biases.
+    {.name = "nomic-bert",
+     .arch = Architecture::kNomicBert,
+     .rope_style = RopeStyle::kNeox,
+     .norm = NormKind::kLayer,
+     .norm_placement = NormPlacement::kAfterResidual,
+     .qkv_bias = TensorUse::kOptional,
+     .out_bias = TensorUse::kOptional,
+     .encoder = true},
 };
 
 }  // namespace

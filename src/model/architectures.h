@@ -23,6 +23,7 @@ struct ArchitectureInfo {
   Activation activation = Activation::kSwiGlu;
   TensorUse qkv_bias = TensorUse::kIgnored;  // attn_q.bias, attn_k.bias, attn_v.bias
   TensorUse out_bias = TensorUse::kIgnored;  // attn_output.bias
+  TensorUse ffn_bias = TensorUse::kIgnored;  // ffn_up.bias, ffn_down.bias
   TensorUse qk_norm = TensorUse::kIgnored;   // attn_q_norm.weight, attn_k_norm.weight
   bool qk_norm_full_width = false;  // one RMSNorm over all of q (k) rather than one per head
   // Sliding-window layers (attention.sliding_window): every layer but each n-th one (Gemma 3:
@@ -52,6 +53,12 @@ struct ArchitectureInfo {
   // ffn_up.weight holds the gate's rows, then the up projection's (Phi-3), when ffn_gate.weight
   // is absent.
   bool up_holds_gate = false;
+  // An encoder (BERT family): bidirectional attention unless attention.causal says otherwise;
+  // the embeddings plus row 0 of token_types ("sentence A") go through token_embd_norm; no
+  // final norm and no output head: hidden states are the last block's output.
+  bool encoder = false;
+  bool learned_positions = false;  // x += position_embd[pos] (BERT) instead of RoPE
+  bool rope = true;                // false: no layer rotates q and k
 };
 
 // Every supported architecture.

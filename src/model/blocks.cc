@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -44,10 +45,26 @@ void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t
     kernels::rms_norm(x + t * n, weight.data(), out + t * n, n, eps);
 }
 
-void norm_rows(const LayerSpec& spec, const float* x, const Vector& weight, size_t n_tokens,
+void norm_rows(NormKind kind, float eps, const float* x, const Norm& norm, size_t n_tokens,
                size_t n, float* out) {
-  // NormKind::kLayer never gets here: check_supported refuses it at load.
-  rms_norm_rows(x, weight, n_tokens, n, spec.norm_eps, out);
+  if (kind == NormKind::kRms) return rms_norm_rows(x, norm.weight, n_tokens, n, eps, out);
+  for (size_t t = 0; t < n_tokens; ++t) {
+    kernels::layer_norm(x + t * n, norm.weight.data(), norm.bias.data(), out + t * n, n, eps);
+  }
+}
+
+void add_input_embeddings(const ModelWeights& w, const Batch& batch, float* x) {
+  const size_t n = w.token_embd.cols;
+  std::vector<float> row(n);
+  for (size_t t = 0; t < batch.size(); ++t) {
+    float* xt = x + t * n;
+    // In the reference engine's order: (token + type) + position.
+    if (w.token_type.size() != 0) kernels::add(xt, w.token_type.data(), n);
+    if (w.position_embd.data == nullptr) continue;
+    const Matrix& p = w.position_embd;
+    kernels::dequantize_matrix_row(p.type, p.layout, p.data, n, batch[t].pos, row.data());
+    kernels::add(xt, row.data(), n);
+  }
 }
 
 void add_bias_rows(float* x, const Vector& bias, size_t n_tokens) {
@@ -171,12 +188,19 @@ void attention(const ModelConfig& c, size_t layer, const LayerSpec& spec, const 
     cache.write(batch[t].seq, batch[t].pos, layer, k + t * c.kv_dim(), v + t * c.kv_dim());
     queries[t] = {batch[t].seq, batch[t].pos};
   }
+  // Bidirectional attention: each query reads up to its sequence's last position in the batch
+  // (the scheduler runs an encoder's whole input in one batch).
+  if (!c.causal) {
+    std::unordered_map<kv::SeqId, uint32_t> last;
+    for (const BatchEntry& e : batch) last[e.seq] = std::max(last[e.seq], e.pos);
+    for (kv::QueryPos& q : queries) q.pos = last[q.seq];
+  }
   const kv::ScoreOptions scores{spec.attn_logit_softcap, spec.sliding_window};
   kv::attend(cache, layer, queries, c.n_heads, spec.attn_scale, q, out, pool, scores);
 }
 
-void gated_activation_rows(Activation act, float* gate, const float* up, size_t n_tokens,
-                           size_t n) {
+void activation_rows(Activation act, float* gate, const float* up, size_t n_tokens, size_t n) {
+  if (act == Activation::kGelu) return kernels::gelu(gate, n_tokens * n);
   if (act == Activation::kGeGlu) return kernels::geglu(gate, up, n_tokens * n);
   // Row by row: the kernel's rounding depends on where a row ends (see kernels::swiglu).
   for (size_t t = 0; t < n_tokens; ++t) kernels::swiglu(gate + t * n, up + t * n, n);

@@ -32,10 +32,14 @@ void embed_tokens(const Matrix& token_embd, const Batch& batch, float scale, flo
 void rms_norm_rows(const float* x, const Vector& weight, size_t n_tokens, size_t n, float eps,
                    float* out);
 
-// out[t] = the layer's norm (spec.norm, spec.norm_eps) of x[t], times weight: [T][n]. Only
-// RMSNorm is implemented; read_config's caller refuses the others (check_supported).
-void norm_rows(const LayerSpec& spec, const float* x, const Vector& weight, size_t n_tokens,
+// out[t] = the norm `kind` of x[t] with `eps`, times norm.weight (plus norm.bias for LayerNorm):
+// [T][n] (out may be x).
+void norm_rows(NormKind kind, float eps, const float* x, const Norm& norm, size_t n_tokens,
                size_t n, float* out);
+
+// x[t] += row 0 of token_types (when present), then x[t] += position_embd[batch[t].pos] (when
+// the model learned its positions): an encoder's inputs before token_embd_norm. [T][n_embd]
+void add_input_embeddings(const ModelWeights& w, const Batch& batch, float* x);
 
 // x[i] *= scale for i in [0, n); nothing for scale 1.
 void scale_rows(float* x, float scale, size_t n);
@@ -64,15 +68,17 @@ void scale_queries_by_position(const LayerSpec& spec, const ModelConfig& c, cons
                                float* q);
 
 // Writes k, v [T][kv_dim] into the cache, then for each entry and head attends over positions
-// [0, pos] (the last spec.sliding_window of them, when set) with scores spec.attn_scale * q·k,
+// [0, pos] (the last spec.sliding_window of them, when set; with c.causal false, every position
+// of the entry's sequence in the batch or before it) with scores spec.attn_scale * q·k,
 // soft-capped when spec.attn_logit_softcap is set: out [T][q_dim]. Query head h reads KV head
 // h / (n_heads / n_kv_heads).
 void attention(const ModelConfig& c, size_t layer, const LayerSpec& spec, const Batch& batch,
                const float* q, const float* k, const float* v, kv::KvCache& cache, float* out,
                ThreadPool& pool);
 
-// gate[t] = act(gate[t]) * up[t]: [T][n], act SiLU (SwiGLU) or tanh GELU (GeGLU).
-void gated_activation_rows(Activation act, float* gate, const float* up, size_t n_tokens, size_t n);
+// gate[t] = act(gate[t]) * up[t]: [T][n], act SiLU (SwiGLU) or tanh GELU (GeGLU); with plain
+// GELU gate[t] = gelu(gate[t]) and `up` is not read.
+void activation_rows(Activation act, float* gate, const float* up, size_t n_tokens, size_t n);
 
 // x[t] += y[t]: [T][n]
 void residual_add(float* x, const float* y, size_t n_tokens, size_t n);

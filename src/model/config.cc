@@ -319,8 +319,9 @@ Status fill_layer_specs(const gguf::File& file, const std::string& p, const Arch
     s.attn_scale = 1.0f / std::sqrt(static_cast<float>(query_pre_attn_scalar));
   }
   c.layers.assign(c.n_layers, s);
-  for (size_t l = 0; l < c.n_layers && arch.no_rope_period != 0; ++l) {
-    c.layers[l].rope = (l + 1) % arch.no_rope_period != 0;
+  for (size_t l = 0; l < c.n_layers; ++l) {
+    c.layers[l].rope =
+        arch.rope && (arch.no_rope_period == 0 || (l + 1) % arch.no_rope_period != 0);
   }
   return fill_sliding_windows(file, p, arch, c);
 }
@@ -332,7 +333,15 @@ const char* norm_kind_name(NormKind kind) {
 }
 
 const char* activation_name(Activation activation) {
-  return activation == Activation::kSwiGlu ? "SwiGLU" : "GeGLU";
+  switch (activation) {
+    case Activation::kSwiGlu:
+      return "SwiGLU";
+    case Activation::kGeGlu:
+      return "GeGLU";
+    case Activation::kGelu:
+      return "GELU";
+  }
+  return "?";
 }
 
 Result<ModelConfig> read_config(const gguf::File& file) {
@@ -358,6 +367,14 @@ Result<ModelConfig> read_config(const gguf::File& file) {
   STRATA_RETURN_IF_ERROR(read_vocab(file, p, c));
   STRATA_RETURN_IF_ERROR(fill_layer_specs(file, p, *arch, c));
   if (arch->scale_embeddings) c.embedding_scale = std::sqrt(static_cast<float>(c.n_embd));
+  c.encoder = arch->encoder;
+  c.learned_positions = arch->learned_positions;
+  c.causal = !arch->encoder;
+  if (const gguf::Value* causal = file.find(p + "attention.causal")) {
+    std::optional<bool> flag = causal->as_bool();
+    if (!flag) return invalid("metadata key " + p + "attention.causal must be a bool");
+    c.causal = *flag;
+  }
   if (const gguf::Value* pooling = file.find(p + "pooling_type")) {
     std::optional<int64_t> type =
         gguf::is_integer_type(pooling->type) ? pooling->as_int() : std::nullopt;
@@ -378,11 +395,6 @@ Status check_supported(const ModelConfig& c) {
   if (c.n_experts > 0) {
     return unsupported("a mixture-of-experts feed-forward network (" + std::to_string(c.n_experts) +
                        " experts)");
-  }
-  for (size_t l = 0; l < c.layers.size(); ++l) {
-    const LayerSpec& s = c.layers[l];
-    const std::string layer = " (block " + std::to_string(l) + ")";
-    if (s.norm != NormKind::kRms) return unsupported(std::string(norm_kind_name(s.norm)) + layer);
   }
   return ok_status();
 }

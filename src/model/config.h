@@ -23,24 +23,27 @@ enum class Architecture {
   kGranite,
   kOlmo2,
   kMistral3,
-  kPhi3
+  kPhi3,
+  kBert,
+  kNomicBert
 };
 
 // How RoPE pairs the dimensions of a head: GGML's "normal" mode rotates (x[2i], x[2i+1])
 // (Llama GGUFs are converted with Q/K permuted for it); NeoX mode rotates (x[i], x[i + d/2]).
 enum class RopeStyle { kNormal, kNeox };
 
-// The normalization of a block's inputs (and outputs, with post-norms). Only RMSNorm is
-// implemented; a model that needs another kind is refused at load.
+// The normalization of a block's inputs (and outputs, with post-norms): RMSNorm times a weight,
+// or LayerNorm ((x - mean) / sqrt(var + eps)) times a weight plus a bias (BERT).
 enum class NormKind { kRms, kLayer };
 
 // Where a block normalizes: before each sub-layer (Llama), after it on its output before the
-// residual add (OLMo 2), or both (Gemma 2/3).
-enum class NormPlacement { kPre, kPost, kPreAndPost };
+// residual add (OLMo 2), both (Gemma 2/3), or on the residual stream after each add (BERT's
+// x = norm(x + sublayer(x))).
+enum class NormPlacement { kPre, kPost, kPreAndPost, kAfterResidual };
 
-// The feed-forward network's gated activation: act(W_gate x) * (W_up x), act SiLU or the tanh
-// approximation of GELU.
-enum class Activation { kSwiGlu, kGeGlu };
+// The feed-forward network's activation: gated, act(W_gate x) * (W_up x) with act SiLU or the
+// tanh approximation of GELU; or plain GELU of W_up x (BERT).
+enum class Activation { kSwiGlu, kGeGlu, kGelu };
 
 const char* norm_kind_name(NormKind kind);
 const char* activation_name(Activation activation);
@@ -80,8 +83,13 @@ struct LayerSpec {
   float residual_scale = 1.0f;      // each sub-layer's output times this before the add (Granite)
   float attn_logit_softcap = 0;     // scores = cap * tanh(scores / cap) when set
 
-  bool pre_norm() const { return norm_placement != NormPlacement::kPost; }
-  bool post_norm() const { return norm_placement != NormPlacement::kPre; }
+  bool pre_norm() const {
+    return norm_placement == NormPlacement::kPre || norm_placement == NormPlacement::kPreAndPost;
+  }
+  bool post_norm() const {
+    return norm_placement == NormPlacement::kPost || norm_placement == NormPlacement::kPreAndPost;
+  }
+  bool norm_after_residual() const { return norm_placement == NormPlacement::kAfterResidual; }
 };
 
 struct ModelConfig {
@@ -112,6 +120,12 @@ struct ModelConfig {
   float logit_scale = 1.0f;       // logits = output(x) / logit_scale (Granite)
   // pooling_type: how embeddings pool hidden states (0 none, 1 mean, 2 cls, 3 last, 4 rank).
   uint32_t pooling_type = 0;
+  // An encoder (BERT): attention.causal false, so every position attends to every position of
+  // its sequence, and no output head, so it embeds and never generates.
+  bool causal = true;
+  bool encoder = false;
+  // Learned absolute positions (position_embd): positions past n_ctx_train have no embedding.
+  bool learned_positions = false;
   std::vector<LayerSpec> layers;  // [n_layers]
 
   size_t q_dim() const { return n_heads * head_dim; }

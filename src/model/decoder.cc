@@ -10,7 +10,8 @@ namespace {
 
 // x += post_norm(W_o · attention(RoPE(qk_norm(W_q · norm(x) + b_q)),
 //                                RoPE(qk_norm(W_k · norm(x) + b_k)), W_v · norm(x) + b_v) + b_o)
-// over T rows; the last layer then keeps only the output rows. Returns the rows in flight.
+// over T rows (BERT: x = norm(x + ...) instead); the last layer then keeps only the output rows.
+// Returns the rows in flight.
 size_t attention_block(const ForwardContext& ctx, size_t l, size_t T) {
   const ModelConfig& c = ctx.c;
   const LayerSpec& s = c.layers[l];
@@ -18,8 +19,8 @@ size_t attention_block(const ForwardContext& ctx, size_t l, size_t T) {
   Activations& a = ctx.a;
   const float* in = a.x.data();  // post-norm-only placement multiplies x itself
   if (s.pre_norm()) {
-    norm_rows(s, a.x.data(), lw.attn_norm, T, c.n_embd, a.xb.data());  // xb: [T][n_embd]
-    in = a.xb.data();
+    norm_rows(s.norm, s.norm_eps, a.x.data(), lw.attn_norm, T, c.n_embd, a.xb.data());
+    in = a.xb.data();  // xb: [T][n_embd]
   }
   linear_shared_input({{lw.wq, a.q.data()},   // q: [T][n_heads * head_dim]
                        {lw.wk, a.k.data()},   // k: [T][n_kv_heads * head_dim]
@@ -41,14 +42,20 @@ size_t attention_block(const ForwardContext& ctx, size_t l, size_t T) {
   linear(lw.wo, a.att.data(), T, a.out.data(), ctx.pool);  // out: [T][n_embd]
   add_bias_rows(a.out.data(), lw.bo, T);                   // out += b_o
   if (l + 1 == c.n_layers) T = keep_output_rows(ctx);      // x, out: [n_out][n_embd]
-  if (s.post_norm()) norm_rows(s, a.out.data(), lw.attn_post_norm, T, c.n_embd, a.out.data());
+  if (s.post_norm()) {
+    norm_rows(s.norm, s.norm_eps, a.out.data(), lw.attn_post_norm, T, c.n_embd, a.out.data());
+  }
   scale_rows(a.out.data(), s.residual_scale, T * c.n_embd);  // out *= residual_scale (Granite)
   residual_add(a.x.data(), a.out.data(), T, c.n_embd);       // x: [T][n_embd]
+  if (s.norm_after_residual()) {  // x = norm(x) (BERT's attn_output_norm)
+    norm_rows(s.norm, s.norm_eps, a.x.data(), lw.attn_post_norm, T, c.n_embd, a.x.data());
+  }
   return T;
 }
 
-// x += post_norm(W_down · (act(W_gate · norm(x)) * (W_up · norm(x)))) over T rows; act is
-// SiLU (SwiGLU) or tanh GELU (GeGLU).
+// x += post_norm(W_down · (act(W_gate · norm(x)) * (W_up · norm(x) + b_up)) + b_down) over T
+// rows; act is SiLU (SwiGLU) or tanh GELU (GeGLU). Plain GELU (BERT): W_down · gelu(W_up · x +
+// b_up) + b_down, and x = norm(x + ...).
 void feed_forward(const ForwardContext& ctx, size_t l, size_t T) {
   const ModelConfig& c = ctx.c;
   const LayerSpec& s = c.layers[l];
@@ -57,26 +64,43 @@ void feed_forward(const ForwardContext& ctx, size_t l, size_t T) {
   if (T == 0) return;
   const float* in = a.x.data();  // post-norm-only placement multiplies x itself
   if (s.pre_norm()) {
-    norm_rows(s, a.x.data(), lw.ffn_norm, T, c.n_embd, a.xb.data());  // xb: [T][n_embd]
-    in = a.xb.data();
+    norm_rows(s.norm, s.norm_eps, a.x.data(), lw.ffn_norm, T, c.n_embd, a.xb.data());
+    in = a.xb.data();  // xb: [T][n_embd]
   }
-  linear_shared_input({{lw.w_gate, a.hb.data()},  // hb: [T][n_ff]
-                       {lw.w_up, a.hb2.data()}},  // hb2: [T][n_ff]
-                      in, T, ctx.pool);
-  gated_activation_rows(s.activation, a.hb.data(), a.hb2.data(), T, c.n_ff);  // hb = act(hb) * hb2
-  linear(lw.w_down, a.hb.data(), T, a.out.data(), ctx.pool);                  // out: [T][n_embd]
-  if (s.post_norm()) norm_rows(s, a.out.data(), lw.ffn_post_norm, T, c.n_embd, a.out.data());
+  if (s.activation == Activation::kGelu) {
+    linear(lw.w_up, in, T, a.hb.data(), ctx.pool);  // hb: [T][n_ff]
+    add_bias_rows(a.hb.data(), lw.b_up, T);         // hb += b_up
+  } else {
+    linear_shared_input({{lw.w_gate, a.hb.data()},  // hb: [T][n_ff]
+                         {lw.w_up, a.hb2.data()}},  // hb2: [T][n_ff]
+                        in, T, ctx.pool);
+    add_bias_rows(a.hb2.data(), lw.b_up, T);  // hb2 += b_up
+  }
+  activation_rows(s.activation, a.hb.data(), a.hb2.data(), T, c.n_ff);  // hb = act(hb) [* hb2]
+  linear(lw.w_down, a.hb.data(), T, a.out.data(), ctx.pool);            // out: [T][n_embd]
+  add_bias_rows(a.out.data(), lw.b_down, T);                            // out += b_down
+  if (s.post_norm()) {
+    norm_rows(s.norm, s.norm_eps, a.out.data(), lw.ffn_post_norm, T, c.n_embd, a.out.data());
+  }
   scale_rows(a.out.data(), s.residual_scale, T * c.n_embd);  // out *= residual_scale (Granite)
   residual_add(a.x.data(), a.out.data(), T, c.n_embd);       // x: [T][n_embd]
+  if (s.norm_after_residual()) {  // x = norm(x) (BERT's layer_output_norm)
+    norm_rows(s.norm, s.norm_eps, a.x.data(), lw.ffn_post_norm, T, c.n_embd, a.x.data());
+  }
 }
 
-// The final norm of the n_out kept rows, then the hidden states of the rows that want them and
-// (for logits) the output projection of the rows that want logits, and the final multipliers.
+// The final norm of the n_out kept rows (none in encoders: their last block ends in one), then the
+// hidden states of the rows that want them and (for logits) the output projection of the rows that
+// want logits, and the final multipliers.
 void output(const ForwardContext& ctx, size_t n_out) {
   const ModelConfig& c = ctx.c;
   Activations& a = ctx.a;
   if (n_out == 0) return;
-  rms_norm_rows(a.x.data(), ctx.w.output_norm, n_out, c.n_embd, c.rms_eps, a.xb.data());
+  if (ctx.w.output_norm.weight.size() != 0) {
+    rms_norm_rows(a.x.data(), ctx.w.output_norm.weight, n_out, c.n_embd, c.rms_eps, a.xb.data());
+  } else {
+    std::copy_n(a.x.data(), n_out * c.n_embd, a.xb.data());
+  }
   // Kept row i is the i-th entry that wants output. Hidden rows are copied out; logit rows move
   // to the front of xb (row n_logits <= i: in place, in order).
   size_t i = 0, n_hidden = 0, n_logits = 0;
@@ -97,9 +121,14 @@ void output(const ForwardContext& ctx, size_t n_out) {
 }  // namespace
 
 void forward(const ForwardContext& ctx) {
+  const ModelWeights& w = ctx.w;
   size_t T = ctx.batch.size();  // rows in flight; the last layer keeps only output rows
-  embed_tokens(ctx.w.token_embd, ctx.batch, ctx.c.embedding_scale,
-               ctx.a.x.data());  // x: [T][n_embd]
+  float* x = ctx.a.x.data();
+  embed_tokens(w.token_embd, ctx.batch, ctx.c.embedding_scale, x);  // x: [T][n_embd]
+  if (ctx.c.encoder) {  // x = norm(x + token_types[0] + position_embd[pos])
+    add_input_embeddings(w, ctx.batch, x);
+    norm_rows(NormKind::kLayer, ctx.c.layers[0].norm_eps, x, w.input_norm, T, ctx.c.n_embd, x);
+  }
   for (size_t l = 0; l < ctx.c.n_layers; ++l) T = decoder_layer(ctx, l, T);
   output(ctx, T);  // out: [n_logits][n_vocab] (or [n_embd]); hidden: [n_hidden][n_embd]
 }

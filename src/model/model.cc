@@ -36,6 +36,17 @@ kv::KvShape Model::kv_shape(size_t page_size) const {
 Status Model::forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* out,
                       OutputKind kind, float* hidden) {
   for (const BatchEntry& e : batch) {
+    if (e.want_logits && kind == OutputKind::kLogits && config_.encoder) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "architecture " + gguf::quoted_name(config_.arch_name) +
+                            " is an encoder: it has no output head, so no logits; ask it for "
+                            "embeddings");
+    }
+    if (config_.learned_positions && e.pos >= config_.n_ctx_train) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "position " + std::to_string(e.pos) + " is past the " +
+                            std::to_string(config_.n_ctx_train) + " positions the model learned");
+    }
     if (e.want_hidden && hidden == nullptr) {
       return make_error(ErrorCode::kInternal, "a batch entry wants its hidden state but no buffer");
     }

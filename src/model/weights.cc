@@ -79,6 +79,32 @@ class Loader {
     return vector(name, n);
   }
 
+  // `<name>.weight`, and for LayerNorm `<name>.bias`: [n] each.
+  Result<Norm> norm(NormKind kind, const std::string& name, size_t n) {
+    Norm norm;
+    STRATA_ASSIGN_OR_RETURN(norm.weight, vector(name + ".weight", n));
+    if (kind == NormKind::kLayer) {
+      STRATA_ASSIGN_OR_RETURN(norm.bias, vector(name + ".bias", n));
+    }
+    return norm;
+  }
+
+  // Row 0 of a table of `cols` columns and any number of rows (GGUF dims {cols, rows}), as f32;
+  // empty if the tensor is absent.
+  Result<Vector> optional_first_row(const std::string& name, size_t cols) {
+    const gguf::TensorInfo* t = file_.find_tensor(name);
+    if (t == nullptr) return Vector();
+    if (t->dims.size() != 2 || t->dims[0] != cols || t->dims[1] == 0) {
+      return make_error(ErrorCode::kInvalidFile, "tensor " + gguf::quoted_name(name) + ": shape " +
+                                                     shape_string(t->dims) + ", expected {" +
+                                                     std::to_string(cols) + ", rows}");
+    }
+    STRATA_ASSIGN_OR_RETURN(t, weight_tensor(name, t->dims));
+    Vector v(cols);
+    kernels::dequantize_row(t->type, t->data, v.data(), cols);
+    return v;
+  }
+
  private:
   Result<const gguf::TensorInfo*> weight_tensor(const std::string& name,
                                                 const std::vector<uint64_t>& dims) {
@@ -120,7 +146,7 @@ void split_qkv_bias(const Vector& fused, const ModelConfig& c, LayerWeights& l) 
 Status load_attention(Loader& load, const std::string& p, const ModelConfig& c,
                       const ArchitectureInfo& arch, const LayerSpec& s, LayerWeights& l) {
   if (s.pre_norm()) {
-    STRATA_ASSIGN_OR_RETURN(l.attn_norm, load.vector(p + "attn_norm.weight", c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.attn_norm, load.norm(s.norm, p + "attn_norm", c.n_embd));
   }
   if (load.has(p + "attn_qkv.weight")) {
     const size_t rows[] = {c.q_dim(), c.kv_dim(), c.kv_dim()};
@@ -146,9 +172,9 @@ Status load_attention(Loader& load, const std::string& p, const ModelConfig& c,
     STRATA_ASSIGN_OR_RETURN(l.q_norm, load.vector(p + "attn_q_norm.weight", q_width));
     STRATA_ASSIGN_OR_RETURN(l.k_norm, load.vector(p + "attn_k_norm.weight", k_width));
   }
-  if (s.post_norm()) {
-    STRATA_ASSIGN_OR_RETURN(l.attn_post_norm,
-                            load.vector(p + "post_attention_norm.weight", c.n_embd));
+  if (s.post_norm() || s.norm_after_residual()) {
+    const char* name = s.post_norm() ? "post_attention_norm" : "attn_output_norm";
+    STRATA_ASSIGN_OR_RETURN(l.attn_post_norm, load.norm(s.norm, p + name, c.n_embd));
   }
   return ok_status();
 }
@@ -158,7 +184,7 @@ Status load_attention(Loader& load, const std::string& p, const ModelConfig& c,
 Status load_feed_forward(Loader& load, const std::string& p, const ModelConfig& c,
                          const ArchitectureInfo& arch, const LayerSpec& s, LayerWeights& l) {
   if (s.pre_norm()) {
-    STRATA_ASSIGN_OR_RETURN(l.ffn_norm, load.vector(p + "ffn_norm.weight", c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(l.ffn_norm, load.norm(s.norm, p + "ffn_norm", c.n_embd));
   }
   if (c.n_experts > 0) {
     const size_t n = c.n_experts, ff = c.n_ff_expert;
@@ -174,14 +200,19 @@ Status load_feed_forward(Loader& load, const std::string& p, const ModelConfig& 
                             load.row_views(p + name + ".weight", rows, c.n_embd));
     l.w_gate = gate_up[0], l.w_up = gate_up[1];
   } else {
-    STRATA_ASSIGN_OR_RETURN(l.w_gate, load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
+    if (s.activation != Activation::kGelu) {
+      STRATA_ASSIGN_OR_RETURN(l.w_gate, load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd));
+    }
     STRATA_ASSIGN_OR_RETURN(l.w_up, load.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd));
   }
   if (c.n_experts == 0) {
     STRATA_ASSIGN_OR_RETURN(l.w_down, load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff));
+    STRATA_ASSIGN_OR_RETURN(l.b_up, load.vector(arch.ffn_bias, p + "ffn_up.bias", c.n_ff));
+    STRATA_ASSIGN_OR_RETURN(l.b_down, load.vector(arch.ffn_bias, p + "ffn_down.bias", c.n_embd));
   }
-  if (s.post_norm()) {
-    STRATA_ASSIGN_OR_RETURN(l.ffn_post_norm, load.vector(p + "post_ffw_norm.weight", c.n_embd));
+  if (s.post_norm() || s.norm_after_residual()) {
+    const char* name = s.post_norm() ? "post_ffw_norm" : "layer_output_norm";
+    STRATA_ASSIGN_OR_RETURN(l.ffn_post_norm, load.norm(s.norm, p + name, c.n_embd));
   }
   return ok_status();
 }
@@ -202,7 +233,8 @@ Status check_rope_freqs(const Vector& rope_freqs, const std::string& name) {
 // The matrices a generated token reads once each: every layer's and the output projection (the
 // embedding table only one row).
 std::vector<Matrix*> streamed_matrices(ModelWeights& w) {
-  std::vector<Matrix*> matrices = {&w.output};
+  std::vector<Matrix*> matrices;
+  if (w.output.data != nullptr) matrices.push_back(&w.output);
   for (LayerWeights& l : w.layers) {
     for (Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
       if (m->data != nullptr) matrices.push_back(m);
@@ -222,11 +254,20 @@ Result<ModelWeights> load_weights(const gguf::File& file, const ModelConfig& c) 
   ModelWeights w;
   Loader load(file);
   STRATA_ASSIGN_OR_RETURN(w.token_embd, load.matrix("token_embd.weight", c.n_vocab, c.n_embd));
-  STRATA_ASSIGN_OR_RETURN(w.output_norm, load.vector("output_norm.weight", c.n_embd));
-  if (load.has("output.weight")) {
-    STRATA_ASSIGN_OR_RETURN(w.output, load.matrix("output.weight", c.n_vocab, c.n_embd));
+  if (c.learned_positions) {
+    STRATA_ASSIGN_OR_RETURN(w.position_embd,
+                            load.matrix("position_embd.weight", c.n_ctx_train, c.n_embd));
+  }
+  if (c.encoder) {
+    STRATA_ASSIGN_OR_RETURN(w.token_type, load.optional_first_row("token_types.weight", c.n_embd));
+    STRATA_ASSIGN_OR_RETURN(w.input_norm, load.norm(NormKind::kLayer, "token_embd_norm", c.n_embd));
   } else {
-    w.output = w.token_embd;  // tied embeddings
+    STRATA_ASSIGN_OR_RETURN(w.output_norm, load.norm(NormKind::kRms, "output_norm", c.n_embd));
+    if (load.has("output.weight")) {
+      STRATA_ASSIGN_OR_RETURN(w.output, load.matrix("output.weight", c.n_vocab, c.n_embd));
+    } else {
+      w.output = w.token_embd;  // tied embeddings
+    }
   }
   STRATA_ASSIGN_OR_RETURN(w.rope_freqs, load.optional_vector("rope_freqs.weight", c.rope_dims / 2));
   STRATA_ASSIGN_OR_RETURN(w.rope_long,

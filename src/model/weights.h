@@ -51,28 +51,41 @@ struct ExpertMatrices {
 // Norm weights and biases are small: held as f32 copies whatever their file type.
 using Vector = AlignedBuffer<float>;
 
+// A norm's parameters: the weight, and LayerNorm's bias (empty for RMSNorm).
+struct Norm {
+  Vector weight;  // [n]; empty for a norm the block does not apply
+  Vector bias;    // [n]
+};
+
 // One block's weights. An empty Vector is an absent optional tensor. Fused projections
 // (attn_qkv, ffn_gate_up) are loaded as row-range views: wq, wk, wv (w_gate, w_up) then point
 // into one matrix.
 struct LayerWeights {
-  Vector attn_norm;             // [n_embd]; empty with post-norm-only placement
+  Norm attn_norm;               // [n_embd] before attention (pre-norm placements)
   Matrix wq, wk, wv, wo;        // [q_dim x n_embd], [kv_dim x n_embd] x2, [n_embd x q_dim]
   Vector bq, bk, bv, bo;        // [q_dim], [kv_dim], [kv_dim], [n_embd] when present
   Vector q_norm, k_norm;        // [head_dim] per-head RMSNorm weights (Qwen3), or [q_dim],
                                 // [kv_dim] over the whole row (OLMo 2)
-  Vector attn_post_norm;        // [n_embd] post_attention_norm, with post-norm placement
-  Vector ffn_norm;              // [n_embd]; empty with post-norm-only placement
-  Matrix w_gate, w_up, w_down;  // [n_ff x n_embd] x2, [n_embd x n_ff]
-  Vector ffn_post_norm;         // [n_embd] post_ffw_norm, with post-norm placement
+  Norm attn_post_norm;          // [n_embd] post_attention_norm (post-norm placements), or
+                                // attn_output_norm after the residual add (BERT)
+  Norm ffn_norm;                // [n_embd] before the feed-forward network (pre-norm placements)
+  Matrix w_gate, w_up, w_down;  // [n_ff x n_embd] x2, [n_embd x n_ff]; no w_gate with plain GELU
+  Vector b_up, b_down;          // [n_ff], [n_embd] when present (BERT)
+  Norm ffn_post_norm;           // [n_embd] post_ffw_norm (post-norm placements), or
+                                // layer_output_norm after the residual add (BERT)
   Matrix w_router;              // [n_experts x n_embd] ffn_gate_inp (mixture of experts)
   ExpertMatrices gate_exps, up_exps, down_exps;  // [n_experts][n_ff_expert x n_embd] ...
 };
 
 struct ModelWeights {
-  Matrix token_embd;   // [n_vocab x n_embd]
-  Vector output_norm;  // [n_embd]
-  Matrix output;       // [n_vocab x n_embd]; token_embd when the model ties embeddings
-  Vector rope_freqs;   // [rope_dims / 2] Llama 3.1+ per-frequency divisors; empty if absent
+  Matrix token_embd;     // [n_vocab x n_embd]
+  Matrix position_embd;  // [n_ctx_train x n_embd] learned positions (BERT); absent otherwise
+  Vector token_type;     // [n_embd] row 0 of token_types, added to every input (encoders)
+  Norm input_norm;       // [n_embd] token_embd_norm of the summed inputs (encoders)
+  Norm output_norm;      // [n_embd]; absent in encoders (the last block ends in a norm)
+  Matrix output;         // [n_vocab x n_embd]; token_embd when the model ties embeddings;
+                         // absent in encoders
+  Vector rope_freqs;     // [rope_dims / 2] Llama 3.1+ per-frequency divisors; empty if absent
   // LongRoPE's two sets (rope_factors_long, rope_factors_short), when the file has them and no
   // rope_freqs (the reference engine prefers that one); long_rope picks the long set
   // (Model::use_context).

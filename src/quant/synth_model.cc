@@ -76,10 +76,18 @@ struct SynthArch {
   // Phi-3: attn_qkv and ffn_up (gate rows, then up rows) fused; RoPE on this share of each head
   // (Phi-4-mini rotates 3/4); LongRoPE factor sets with this original context (a 1,024-token
   // context then takes the long ones) and rope.scaling.attn_factor.
-  bool fused = false;
+  bool fused_qkv = false, fused_gate_up = false;
   float rotary_fraction = 1;
   uint32_t longrope_original_context = 0;
   float rope_attn_factor = 0;
+  // Encoders (BERT family): attention.causal false, LayerNorm with biases after each residual
+  // add (attn_output_norm, layer_output_norm) and on the inputs (token_embd_norm), token_types,
+  // biases on the attention's projections (and BERT's feed-forward ones), no output head;
+  // learned positions (position_embd over a
+  // context this long) and a plain GELU feed-forward network (no ffn_gate) for BERT itself.
+  bool encoder = false;
+  uint32_t learned_positions = 0;
+  bool gelu = false;
 };
 
 uint32_t rope_dims(const Preset& p, const SynthArch& a) {
@@ -116,7 +124,8 @@ constexpr SynthArch kArchitectures[] = {
      .temperature_scale = 0.1f},
     {.name = "phi3",
      .embd_head_dim = true,
-     .fused = true,
+     .fused_qkv = true,
+     .fused_gate_up = true,
      .rotary_fraction = 0.75f,
      .longrope_original_context = 256,
      .rope_attn_factor = 1.19f},
@@ -126,10 +135,22 @@ constexpr SynthArch kArchitectures[] = {
      .qk_norm = true,
      .qk_norm_full_width = true,
      .embd_head_dim = true},
+    {.name = "bert",
+     .pre_norms = false,
+     .embd_head_dim = true,
+     .encoder = true,
+     .learned_positions = 512,
+     .gelu = true},
+    {.name = "nomic-bert",
+     .pre_norms = false,
+     .embd_head_dim = true,
+     .fused_qkv = true,
+     .encoder = true},
 };
 
 constexpr uint32_t kContextLength = 8192;
 constexpr float kRmsEps = 1e-5f;
+constexpr float kLayerNormEps = 1e-12f;  // BERT's
 // llama.cpp's LLAMA_FTYPE ids for general.file_type.
 constexpr uint32_t kFileTypeAllF32 = 0;
 constexpr uint32_t kFileTypeMostlyF16 = 1;
@@ -186,10 +207,26 @@ std::vector<SynthTensor> tensor_plan(const Preset& p, const SynthArch& a, uint64
     return SynthTensor{
         std::move(name), {n ? n : p.n_embd}, DType::kF32, a.jitter_norms ? 0.1 : 0.0, 1.0f};
   };
+  // A LayerNorm's weight and bias, or a projection's bias (drawn around 0).
+  auto layer_norm = [&](std::vector<SynthTensor>& plan, const std::string& name) {
+    plan.push_back(norm(name + ".weight"));
+    plan.push_back(SynthTensor{name + ".bias", {p.n_embd}, DType::kF32, 0.1});
+  };
+  auto bias = [&](std::string name, uint64_t n) {
+    return SynthTensor{std::move(name), {n}, DType::kF32, 0.05};
+  };
   std::vector<SynthTensor> plan;
   plan.push_back(matrix("token_embd.weight", p.n_embd, n_vocab, 1.0));
-  plan.push_back(norm("output_norm.weight"));
-  if (!p.tied_embeddings && !a.tied) {
+  if (a.encoder) {
+    if (a.learned_positions != 0) {
+      plan.push_back(matrix("position_embd.weight", p.n_embd, a.learned_positions, 1.0));
+    }
+    plan.push_back(matrix("token_types.weight", p.n_embd, 2, 1.0));
+    layer_norm(plan, "token_embd_norm");
+  } else {
+    plan.push_back(norm("output_norm.weight"));
+  }
+  if (!p.tied_embeddings && !a.tied && !a.encoder) {
     plan.push_back(matrix("output.weight", p.n_embd, n_vocab, 1.0));
   }
   if (a.longrope_original_context != 0) {
@@ -201,27 +238,37 @@ std::vector<SynthTensor> tensor_plan(const Preset& p, const SynthArch& a, uint64
   for (uint32_t i = 0; i < p.n_layers; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     if (a.pre_norms) plan.push_back(norm(b + "attn_norm.weight"));
-    if (a.fused) {
+    if (a.fused_qkv) {
       plan.push_back(matrix(b + "attn_qkv.weight", p.n_embd, q_dim + 2 * kv_dim, 1.0));
+      if (a.encoder) plan.push_back(bias(b + "attn_qkv.bias", q_dim + 2 * kv_dim));
     } else {
       plan.push_back(matrix(b + "attn_q.weight", p.n_embd, q_dim, 1.0));
       plan.push_back(matrix(b + "attn_k.weight", p.n_embd, kv_dim, 1.0));
       plan.push_back(matrix(b + "attn_v.weight", p.n_embd, kv_dim, 1.0));
+      for (auto [name, n] : {std::pair{"attn_q", q_dim}, {"attn_k", kv_dim}, {"attn_v", kv_dim}}) {
+        if (a.encoder) plan.push_back(bias(b + name + ".bias", n));
+      }
     }
     if (a.qk_norm) {
       plan.push_back(norm(b + "attn_q_norm.weight", a.qk_norm_full_width ? q_dim : p.head_dim));
       plan.push_back(norm(b + "attn_k_norm.weight", a.qk_norm_full_width ? kv_dim : p.head_dim));
     }
     plan.push_back(matrix(b + "attn_output.weight", q_dim, p.n_embd, residual));
+    if (a.encoder) plan.push_back(bias(b + "attn_output.bias", p.n_embd));
+    if (a.encoder) layer_norm(plan, b + "attn_output_norm");
     if (a.post_norms) plan.push_back(norm(b + "post_attention_norm.weight"));
     if (a.pre_norms) plan.push_back(norm(b + "ffn_norm.weight"));
-    if (a.fused) {
+    if (a.fused_gate_up) {
       plan.push_back(matrix(b + "ffn_up.weight", p.n_embd, 2 * uint64_t{p.n_ff}, 1.0));
     } else {
-      plan.push_back(matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, 1.0));
+      if (!a.gelu) plan.push_back(matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, 1.0));
       plan.push_back(matrix(b + "ffn_up.weight", p.n_embd, p.n_ff, 1.0));
     }
+    // nomic-bert files have no feed-forward biases (the reference engine would ignore them).
+    if (a.gelu) plan.push_back(bias(b + "ffn_up.bias", p.n_ff));
     plan.push_back(matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, residual));
+    if (a.gelu) plan.push_back(bias(b + "ffn_down.bias", p.n_embd));
+    if (a.encoder) layer_norm(plan, b + "layer_output_norm");
     if (a.post_norms) plan.push_back(norm(b + "post_ffw_norm.weight"));
   }
   return plan;
@@ -270,7 +317,8 @@ void write_hyperparameters(const Preset& p, const SynthArch& a, uint64_t n_vocab
                            gguf::Writer& writer) {
   const std::string k = std::string(a.name) + ".";
   writer.set(k + "vocab_size", gguf::Value::uint32(static_cast<uint32_t>(n_vocab)));
-  writer.set(k + "context_length", gguf::Value::uint32(kContextLength));
+  writer.set(k + "context_length",
+             gguf::Value::uint32(a.learned_positions ? a.learned_positions : kContextLength));
   writer.set(k + "embedding_length", gguf::Value::uint32(p.n_embd));
   writer.set(k + "block_count", gguf::Value::uint32(p.n_layers));
   writer.set(k + "feed_forward_length", gguf::Value::uint32(p.n_ff));
@@ -289,7 +337,12 @@ void write_hyperparameters(const Preset& p, const SynthArch& a, uint64_t n_vocab
     writer.set(k + "rope.scaling.attn_factor", gguf::Value::float32(a.rope_attn_factor));
   }
   writer.set(k + "rope.freq_base", gguf::Value::float32(p.rope_freq_base));
-  writer.set(k + "attention.layer_norm_rms_epsilon", gguf::Value::float32(kRmsEps));
+  if (a.encoder) {
+    writer.set(k + "attention.layer_norm_epsilon", gguf::Value::float32(kLayerNormEps));
+    writer.set(k + "attention.causal", gguf::Value::boolean(false));
+  } else {
+    writer.set(k + "attention.layer_norm_rms_epsilon", gguf::Value::float32(kRmsEps));
+  }
   if (a.sliding_window) {
     writer.set(k + "attention.sliding_window", gguf::Value::uint32(p.sliding_window));
   }

@@ -1,8 +1,9 @@
 // Embedding requests (GenerationRequest::embed) against the reference engine: synthetic files
-// with mean pooling (llama) and last-token pooling (qwen3, as Qwen3-Embedding) embed 20 texts
-// with cosine at least 0.9999 to llama.cpp's vectors (tests/engine/reference/; made as
-// tests/model/reference/README.md says). Embeddings run batched with each other and with
-// generation in the step loop, and come out the same as one at a time.
+// with mean pooling (llama, nomic-bert), last-token pooling (qwen3, as Qwen3-Embedding) and CLS
+// pooling (bert, as bge) embed 20 texts with cosine at least 0.9999 to llama.cpp's vectors
+// (tests/engine/reference/; made as tests/model/reference/README.md says); the encoders also a
+// 202-token text, longer than a step's token budget. Embeddings run batched with each other and
+// with generation in the step loop, and come out the same as one at a time.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,7 +32,10 @@ Reference read_reference(const std::string& arch) {
           j["embeddings"].get<std::vector<std::vector<float>>>()};
 }
 
-// A synthetic model file (tiny-gqa, F32, seed 0), removed with the object.
+bool is_encoder(const std::string& arch) { return arch.ends_with("bert"); }
+
+// A synthetic model file (tiny-gqa, F32, seed 0; encoders with BERT's vocabulary), removed with
+// the object.
 class SynthFile {
  public:
   SynthFile(const std::string& arch, int pooling_type) : file_("embedding-" + arch + ".gguf") {
@@ -39,7 +43,8 @@ class SynthFile {
     o.arch = arch;
     o.preset = "tiny-gqa";
     o.type = "F32";
-    o.vocab_path = test_files::kStories;
+    o.vocab_path = is_encoder(arch) ? "../shared/testdata/vocab/ggml-vocab-bert-bge.gguf"
+                                    : test_files::kStories;
     o.pooling_type = pooling_type;
     o.output_path = file_.path();
     o.threads = 2;
@@ -79,12 +84,14 @@ class EmbeddingTest : public ::testing::TestWithParam<std::pair<const char*, int
 TEST_P(EmbeddingTest, MatchesTheReferenceEngineBatchedOrAlone) {
   const auto [arch, pooling_type] = GetParam();
   const Reference ref = read_reference(arch);
-  ASSERT_EQ(ref.prompts.size(), 20u);
+  ASSERT_EQ(ref.prompts.size(), is_encoder(arch) ? 21u : 20u);
   const SynthFile file(arch, pooling_type);
   const std::string& path = file.path();
   std::unique_ptr<Engine> batched = make_engine(path, 4);
   ASSERT_TRUE(batched);
-  EXPECT_EQ(batched->model().pooling, pooling_type == 1 ? Pooling::kMean : Pooling::kLast);
+  constexpr Pooling kByType[] = {Pooling::kNone, Pooling::kMean, Pooling::kCls, Pooling::kLast};
+  EXPECT_EQ(batched->model().pooling, kByType[pooling_type]);
+  EXPECT_EQ(batched->model().encoder, is_encoder(arch));
   Result<std::vector<std::vector<float>>> all = batched->embed(ref.prompts);
   ASSERT_TRUE(all.ok()) << all.error().message;
   ASSERT_EQ(all->size(), ref.prompts.size());
@@ -103,8 +110,36 @@ TEST_P(EmbeddingTest, MatchesTheReferenceEngineBatchedOrAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Poolings, EmbeddingTest,
-                         ::testing::Values(std::pair{"llama", 1}, std::pair{"qwen3", 3}),
-                         [](const auto& info) { return std::string(info.param.first); });
+                         ::testing::Values(std::pair{"llama", 1}, std::pair{"qwen3", 3},
+                                           std::pair{"bert", 2}, std::pair{"nomic-bert", 1}),
+                         [](const auto& info) {
+                           std::string name = info.param.first;
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+// An encoder has no output head: generation is refused with a message that says what it can do,
+// and so is a context past the positions BERT learned.
+TEST(EmbeddingTest, AnEncoderEmbedsButDoesNotGenerate) {
+  const SynthFile file("bert", 2);
+  std::unique_ptr<Engine> engine = make_engine(file.path(), 1);
+  ASSERT_TRUE(engine);
+  GenerationRequest generate;
+  generate.prompt = {101, 1996, 102};
+  generate.max_tokens = 4;
+  Result<uint64_t> refused = engine->submit(generate, [](const TokenEvent&) { return true; });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("embedding model"), std::string::npos);
+  EXPECT_FALSE(engine->evaluate(generate.prompt, false).ok());
+
+  EngineOptions options;
+  options.model_path = file.path();
+  options.context = 1024;  // the file learned 512 positions
+  Result<std::unique_ptr<Engine>> too_long = Engine::create(options);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.error().message.find("512"), std::string::npos);
+}
 
 // An embedding request runs in the same steps as a generation and leaves it as it would be alone.
 TEST(EmbeddingTest, MixesWithGenerationInTheStepLoop) {

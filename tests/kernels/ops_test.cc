@@ -164,5 +164,36 @@ TEST(OpsTest, GegluEqualsItsScalarTwin) {
   }
 }
 
+// Plain GELU is GeGLU with an up projection of ones.
+TEST(OpsTest, GeluIsGegluWithoutTheGate) {
+  std::vector<float> x = random_vector(4099, 12, 12.0f);
+  const std::vector<float> ones(x.size(), 1.0f);
+  std::vector<float> want = x;
+  reference::geglu_ref(want.data(), ones.data(), x.size());
+  gelu(x.data(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], want[i]) << i;
+}
+
+TEST(OpsTest, LayerNormMatchesFormula) {
+  for (size_t n : kSizes) {
+    // An offset mean, as residual streams have, so the centring matters.
+    std::vector<float> x = random_vector(n, 13, 3.0f), w = random_vector(n, 14),
+                       b = random_vector(n, 15), out(n);
+    for (float& v : x) v += 5.0f;
+    layer_norm(x.data(), w.data(), b.data(), out.data(), n, 1e-12f);
+    double mean = 0, var = 0;
+    for (float v : x) mean += v;
+    mean /= static_cast<double>(n);
+    for (float v : x) var += (v - mean) * (v - mean);
+    var /= static_cast<double>(n);
+    for (size_t i = 0; i < n; ++i) {
+      const double normed = (x[i] - mean) / std::sqrt(var + 1e-12);
+      EXPECT_NEAR(out[i], normed * w[i] + b[i], 2e-5 * (std::abs(normed) + 1)) << n << " " << i;
+    }
+    layer_norm(x.data(), w.data(), b.data(), x.data(), n, 1e-12f);  // in place
+    for (size_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(x[i], out[i]);
+  }
+}
+
 }  // namespace
 }  // namespace strata::kernels

@@ -23,20 +23,29 @@ for arch in "${ARCHS[@]}"; do
   echo "wrote tests/model/reference/$arch.json"
 done
 
-# Embeddings: a llama file with mean pooling and a qwen3 file with last-token pooling
-# (Qwen3-Embedding's), on the 20 texts of texts.txt.
-for spec in llama:1 qwen3:3; do
+# Embeddings: a llama file with mean pooling, a qwen3 file with last-token pooling
+# (Qwen3-Embedding's), encoders with BERT's WordPiece vocabulary: bert with CLS pooling (bge's)
+# and nomic-bert with mean pooling (nomic-embed-text's). The 20 texts of texts.txt; the encoders
+# also embed prompt.txt, longer than a step's token budget, which they must run in one batch.
+BERT_VOCAB=../shared/testdata/vocab/ggml-vocab-bert-bge.gguf
+for spec in llama:1 qwen3:3 bert:2 nomic-bert:1; do
   arch=${spec%:*}
   file="$TMP/$arch-embed.gguf"
+  vocab=()
+  texts=(tools/llamacpp_reference/texts.txt)
+  if [[ $arch == *bert ]]; then
+    vocab=(--vocab "$BERT_VOCAB")
+    texts+=(tools/llamacpp_reference/prompt.txt)
+  fi
   "$STRATA" synth --arch "$arch" --preset tiny-gqa --type F32 --seed 0 --pooling-type "${spec#*:}" \
-    -o "$file" 2>/dev/null
+    "${vocab[@]}" -o "$file" 2>/dev/null
   {
     sep="["
     while IFS= read -r text; do
       ids=$("$STRATA" tokenize -m "$file" -p "$text" 2>/dev/null | awk '{print $1}' | paste -sd,)
       printf '%s[%s]' "$sep" "$ids"
       sep=","
-    done < tools/llamacpp_reference/texts.txt
+    done < <(cat "${texts[@]}")
     echo "]"
   } > "$TMP/prompts.json"
   NODE_PATH="$PEER/node_modules" node tools/llamacpp_reference/embeddings.mjs "$file" \
