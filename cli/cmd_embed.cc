@@ -1,5 +1,6 @@
 // strata embed: the pooled, L2-normalized embedding of each line of a file, as llama.cpp's
 // llama-embedding prints them (one line of floats per text), or as one JSON object.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -43,13 +44,21 @@ int run(EmbedFlags f) {
   int code = kExitOk;
   std::unique_ptr<Engine> engine = load_engine(f.engine, code);
   if (!engine) return code;
+  const auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<TokenId>> prompts;
   prompts.reserve(texts.size());
+  size_t n_tokens = 0;
   for (const std::string& t : texts) {
     prompts.push_back(engine->tokenize(t, /*add_special=*/true, /*parse_special=*/false));
+    n_tokens += prompts.back().size();
   }
   Result<std::vector<std::vector<float>>> embeddings = engine->embed(prompts);
   if (!embeddings.ok()) return report(embeddings.error());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "embedded %zu texts, %zu tokens in %.2f s: %.1f texts/s, %.0f tokens/s\n",
+               texts.size(), n_tokens, seconds, static_cast<double>(texts.size()) / seconds,
+               static_cast<double>(n_tokens) / seconds);
   if (f.json) {
     std::printf("%s\n", nlohmann::json{{"embeddings", *embeddings}}.dump().c_str());
     return kExitOk;

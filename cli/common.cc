@@ -157,7 +157,8 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
   add_attention_option(
       sub, "--attention", [&options](AttentionMode m) { options.kv.attention = m; },
       "attention: exact (default; rounds as the reference engine does) or fast (tiles of "
-      "prompt tokens in f32, FlashAttention-2 style; faster over long prompts)");
+      "prompt tokens in f32, FlashAttention-2 style; faster over long prompts; encoders such as "
+      "BERT always use it)");
   add_sparse_attention_flags(sub, options.kv.sparse);
   sub.add_option("--kv-pages", options.kv.pages,
                  "KV cache pages (0: the context for every parallel sequence); fewer let more "

@@ -245,7 +245,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                                        static_cast<size_t>(options.max_sequences)));
   impl->kv = std::make_unique<kv::KvManager>(kv_shape, kv_plan.arenas);
   impl->kv->cache().set_tiers(kv_plan.tiers);
-  impl->kv->cache().set_attention_mode(kv_attention_mode(options.kv.attention));
+  // An encoder's queries all read their whole text: the tiles of the fast path serve them, and
+  // the exact path's rounding is the reference engine's decoder order, which it does not use for
+  // encoders either.
+  impl->kv->cache().set_attention_mode(
+      kv_attention_mode(c.causal ? options.kv.attention : AttentionMode::kFast));
   impl->kv->cache().set_sparse(kv_sparse_policy(options.kv.sparse, kv_shape));
   if (fingerprint) {
     STRATA_RETURN_IF_ERROR(enable_prefix_cache(*impl->kv, *fingerprint, options, kv_shape));

@@ -60,16 +60,58 @@ void RowsK(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, 
                       });
 }
 
-// F16 and BF16 rows with f32 activations.
+// kR rows of F16 / BF16 weights from `first` (w_stride bytes apart) against a tile of kT tokens,
+// kT chosen at run time (1 to kMaxTileTokens).
+template <size_t kR, class Weights, class Element>
+HWY_INLINE void FloatRowsTile(const uint8_t* first, size_t w_stride, size_t tile, const float* x,
+                              size_t x_stride, size_t cols, float* out) {
+  Weights rows[kR];
+  for (size_t r = 0; r < kR; ++r) {
+    rows[r] = Weights{reinterpret_cast<const Element*>(first + r * w_stride)};
+  }
+  switch (tile) {
+    case 1:
+      return DotFloatRowsTile<kR, 1>(rows, x, x_stride, cols, out);
+    case 2:
+      return DotFloatRowsTile<kR, 2>(rows, x, x_stride, cols, out);
+    case 3:
+      return DotFloatRowsTile<kR, 3>(rows, x, x_stride, cols, out);
+    default:
+      return DotFloatRowsTile<kR, kMaxTileTokens>(rows, x, x_stride, cols, out);
+  }
+}
+
+// F16 and BF16 rows with f32 activations: register tiles of 4 rows by up to kMaxTileTokens
+// tokens. Rows go in blocks of about 256 KiB of weights, each block meeting every token tile
+// before the next, so a prompt reads each weight from L2, not memory, once per token tile.
 template <class Weights, class Element>
 void RowsFloat(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
                const uint8_t* act, size_t act_stride, size_t n_tokens, float* y, size_t y_stride) {
-  ForEachRowTokenTile(
-      row_begin, row_end, n_tokens, y, y_stride, [&]<size_t kT>(size_t r, size_t t0, float* out) {
-        DotFloatTile<kT>(Weights{reinterpret_cast<const Element*>(w + r * w_stride)},
-                         reinterpret_cast<const float*>(act + t0 * act_stride),
-                         act_stride / sizeof(float), cols, out);
-      });
+  constexpr size_t kR = 4;
+  constexpr size_t kBlockBytes = size_t{256} << 10;
+  const size_t block = std::max(kR, kBlockBytes / std::max<size_t>(w_stride, 1) / kR * kR);
+  const size_t x_stride = act_stride / sizeof(float);
+  float out[kR * kMaxTileTokens];
+  for (size_t rb = row_begin; rb < row_end; rb += block) {
+    const size_t re = std::min(row_end, rb + block);
+    for (size_t t0 = 0; t0 < n_tokens; t0 += kMaxTileTokens) {
+      const size_t tile = std::min(kMaxTileTokens, n_tokens - t0);
+      const float* x = reinterpret_cast<const float*>(act + t0 * act_stride);
+      size_t r = rb;
+      for (; r + kR <= re; r += kR) {
+        FloatRowsTile<kR, Weights, Element>(w + r * w_stride, w_stride, tile, x, x_stride, cols,
+                                            out);
+        for (size_t t = 0; t < tile; ++t) {
+          for (size_t i = 0; i < kR; ++i) y[(t0 + t) * y_stride + r + i] = out[t * kR + i];
+        }
+      }
+      for (; r < re; ++r) {
+        FloatRowsTile<1, Weights, Element>(w + r * w_stride, w_stride, tile, x, x_stride, cols,
+                                           out);
+        for (size_t t = 0; t < tile; ++t) y[(t0 + t) * y_stride + r] = out[t];
+      }
+    }
+  }
 }
 
 // F32 sums in the fixed orders of dot_f32_ordered-inl.h.

@@ -116,8 +116,9 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
   const size_t group = n_heads / n_kv_heads, stride = n_heads * head_dim;
   std::vector<size_t> tile_begin;
   for (size_t t = 0; t < queries.size(); ++t) {
+    // Equal positions: an encoder's queries, each reading its whole sequence.
     const bool extends = t > 0 && queries[t].seq == queries[t - 1].seq &&
-                         queries[t].pos > queries[t - 1].pos &&
+                         queries[t].pos >= queries[t - 1].pos &&
                          t - tile_begin.back() < kTileQueries;
     if (!extends) tile_begin.push_back(t);
   }

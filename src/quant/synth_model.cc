@@ -45,6 +45,7 @@ constexpr Preset kPresets[] = {
     {"llama-3b", 3072, 28, 24, 8, 128, 8192, 500000.0f, true, 4096},
     {"llama-8b", 4096, 32, 32, 8, 128, 14336, 500000.0f, false, 4096},
     {"gemma3-1b", 1152, 26, 4, 1, 256, 6912, 1000000.0f, true, 512},
+    {"bert-base", 768, 12, 12, 12, 64, 3072, 10000.0f, false, 0},  // bge-base, e5-base
 };
 
 // What an architecture adds to the Llama file of a preset's shape (see model/architectures.cc
@@ -221,7 +222,11 @@ std::vector<SynthTensor> tensor_plan(const Preset& p, const SynthArch& a, uint64
     if (a.learned_positions != 0) {
       plan.push_back(matrix("position_embd.weight", p.n_embd, a.learned_positions, 1.0));
     }
-    plan.push_back(matrix("token_types.weight", p.n_embd, 2, 1.0));
+    // In F32 whatever the type, as converted files have it (the reference engine adds the row
+    // to the f32 embeddings directly).
+    SynthTensor token_types = matrix("token_types.weight", p.n_embd, 2, 1.0);
+    token_types.type = DType::kF32;
+    plan.push_back(token_types);
     layer_norm(plan, "token_embd_norm");
   } else {
     plan.push_back(norm("output_norm.weight"));
