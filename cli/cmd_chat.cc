@@ -32,6 +32,7 @@ void install_sigint_handler() {
 struct ChatFlags {
   EngineOptions engine;
   SamplingOptions sampling;
+  std::string chat_template;  // --chat-template: replaces the model's
   int n_predict = 512;
   std::optional<uint64_t> seed;
   std::string system;
@@ -41,7 +42,7 @@ int chat(ChatFlags f) {
   int code = kExitOk;
   std::unique_ptr<Engine> engine = load_engine(f.engine, code);
   if (!engine) return code;
-  Result<ChatTemplateSource> tmpl = load_chat_template(f.engine.model_path);
+  Result<ChatTemplateSource> tmpl = load_chat_template(f.engine.model_path, f.chat_template);
   if (!tmpl.ok()) return report(tmpl.error());
 
   install_sigint_handler();
@@ -50,7 +51,9 @@ int chat(ChatFlags f) {
       stderr,
       "strata chat: %s (%s template). /clear starts over, /exit leaves, Ctrl-C stops an answer.\n",
       engine->model().name.empty() ? f.engine.model_path.c_str() : engine->model().name.c_str(),
-      tmpl->is_default ? "ChatML" : "model's");
+      !f.chat_template.empty() ? f.chat_template.c_str()
+      : tmpl->is_default       ? "ChatML"
+                               : "model's");
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!f.system.empty()) messages.push_back({{"role", "system"}, {"content", f.system}});
   const size_t n_system = messages.size();
@@ -128,12 +131,8 @@ Command add_chat_command(CLI::App& app) {
   sub->add_flag("--no-prefix-cache{false}", f->engine.prefix_cache.enabled,
                 "compute the whole conversation again at every turn");
   add_n_predict_option(*sub, f->n_predict, "tokens per answer at most");
-  sub->add_option("--temp", f->sampling.temperature, "temperature (0: greedy)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--top-k", f->sampling.top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--top-p", f->sampling.top_p, "top-p (1: off)")->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--min-p", f->sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--repeat-penalty", f->sampling.repeat_penalty, "repetition penalty (1: off)");
+  add_sampling_flags(*sub, f->sampling);
+  add_chat_template_option(*sub, f->chat_template);
   sub->add_option("--seed", f->seed, "sampling seed (default: random)");
   sub->add_option("--system,--system-prompt", f->system,
                   "a system message opening the conversation");

@@ -196,17 +196,7 @@ Command add_run_command(CLI::App& app) {
   sub->add_flag("!--no-escape", f->escape, "take the prompt as it is (the default)");
   sub->add_flag("--conversation", f->conversation, "llama.cpp's -cnv: ignored, see strata chat");
   add_n_predict_option(*sub, f->n_predict, "tokens to generate at most");
-  sub->add_option("--temp", f->sampling.temperature, "temperature (0: greedy)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--top-k", f->sampling.top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--top-p", f->sampling.top_p, "top-p (1: off)")->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--min-p", f->sampling.min_p, "min-p (0: off)")->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--repeat-penalty", f->sampling.repeat_penalty, "repetition penalty (1: off)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--repeat-last-n", f->sampling.repeat_last_n,
-                  "tokens the repetition penalty looks back");
-  sub->add_option("--presence-penalty", f->sampling.presence_penalty, "presence penalty");
-  sub->add_option("--frequency-penalty", f->sampling.frequency_penalty, "frequency penalty");
+  add_sampling_flags(*sub, f->sampling);
   sub->add_option("--seed", f->seed, "sampling seed (default: random, printed on stderr)");
   sub->add_flag("--ids", f->ids, "print the generated token ids instead of text");
   sub->add_flag("--ignore-eos", f->ignore_eos, "keep generating past end-of-generation tokens");

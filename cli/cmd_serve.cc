@@ -45,6 +45,12 @@ int serve(ServeFlags f) {
   signal(SIGPIPE, SIG_IGN);
 
   set_log_level(f.log_level);
+  // A --chat-template that is missing or does not render stops the start, not every chat request.
+  if (!f.http.chat_template.empty()) {
+    Result<ChatTemplateSource> replaced =
+        load_chat_template(f.engine.model_path, f.http.chat_template);
+    if (!replaced.ok()) return report(replaced.error());
+  }
   server::Metrics metrics(f.metrics_window_s);
   server::WorkerOptions worker_options;
   worker_options.engine = f.engine;
@@ -103,6 +109,9 @@ Command add_serve_command(CLI::App& app) {
   add_model_flags(*sub, f->engine);
   add_pooling_option(*sub, f->engine.pooling);
   add_speculative_flags(*sub, f->engine.speculative);
+  // As llama-server: defaults of the requests that do not set them.
+  add_sampling_flags(*sub, f->http.sampling);
+  add_chat_template_option(*sub, f->http.chat_template);
   f->engine.prefix_cache.enabled = true;
   sub->add_flag("--no-prefix-cache{false}", f->engine.prefix_cache.enabled,
                 "compute every prompt whole instead of reusing the cached pages of a prefix an "

@@ -223,6 +223,35 @@ CLI::Option* add_n_predict_option(CLI::App& sub, int& n_predict, const std::stri
           "N>0|-1", "token count"));
 }
 
+void add_sampling_flags(CLI::App& sub, SamplingOptions& s) {
+  sub.add_option("--temp", s.temperature, "temperature (0: greedy)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub.add_option("--top-k", s.top_k, "top-k (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub.add_option("--top-p", s.top_p, "top-p (1: off)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  sub.add_option("--min-p", s.min_p, "min-p (0: off)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  sub.add_option("--repeat-penalty", s.repeat_penalty, "repetition penalty (1: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub.add_option("--repeat-last-n", s.repeat_last_n, "tokens the repetition penalty looks back")
+      ->capture_default_str();
+  sub.add_option("--presence-penalty", s.presence_penalty, "presence penalty")
+      ->capture_default_str();
+  sub.add_option("--frequency-penalty", s.frequency_penalty, "frequency penalty")
+      ->capture_default_str();
+}
+
+void add_chat_template_option(CLI::App& sub, std::string& chat_template) {
+  sub.add_option("--chat-template,--chat-template-file", chat_template,
+                 "chat template in place of the model's: 'chatml' or a Jinja file");
+}
+
 int max_tokens_for(int n_predict, const Engine& engine) {
   if (n_predict > 0) return n_predict;
   return static_cast<int>(std::min<size_t>(engine.model().context, INT32_MAX));

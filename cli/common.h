@@ -47,6 +47,14 @@ void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options);
 // -n/--n-predict: tokens to generate at most, or -1 (llama.cpp's -1 and -2) for "until the
 // context ends"; max_tokens_for turns the value into a request's max_tokens.
 CLI::Option* add_n_predict_option(CLI::App& sub, int& n_predict, const std::string& help);
+
+// llama.cpp's sampling flags (--temp, --top-k, --top-p, --min-p, --repeat-penalty,
+// --repeat-last-n, --presence-penalty, --frequency-penalty) into `sampling`.
+void add_sampling_flags(CLI::App& sub, SamplingOptions& sampling);
+
+// --chat-template NAME|FILE (and llama.cpp's --chat-template-file FILE): "chatml" or a Jinja
+// file in place of the model's template.
+void add_chat_template_option(CLI::App& sub, std::string& chat_template);
 int max_tokens_for(int n_predict, const Engine& engine);
 
 // Loads the engine or prints why not; warns when the context is past the trained one.

@@ -8,7 +8,7 @@
 #   scripts/compare-llamacpp-embed.sh --make-texts CORPUS.txt N > TEXTS.txt
 #
 # TEXTS.txt holds one text per line. --make-texts cuts N texts from a corpus, deterministically:
-# runs of consecutive non-empty lines of 8 to 256 words (log-uniform, as retrieval chunks vary),
+# runs of consecutive non-empty lines of 8 to 160 words (log-uniform, as retrieval chunks vary),
 # joined with spaces. It never downloads or builds anything: LLAMA_EMBEDDING is a binary you
 # built. STRATA (default build/strata) selects the strata binary; STRATA_ARGS adds flags.
 set -euo pipefail
@@ -23,7 +23,7 @@ words = " ".join(l.strip() for l in open(sys.argv[1], encoding="utf-8") if l.str
 rng = random.Random(0)
 at = 0
 for _ in range(int(sys.argv[2])):
-    n = int(math.exp(rng.uniform(math.log(8), math.log(256))))
+    n = int(math.exp(rng.uniform(math.log(8), math.log(160))))
     if at + n > len(words):
         at = 0
     print(" ".join(words[at:at + n]))

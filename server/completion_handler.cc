@@ -318,7 +318,7 @@ void handle_completion(const CompletionContext& ctx, bool chat, HttpExchange& ex
   }
   LargeBodyGate::Slot slot(large ? &ctx.large_bodies : nullptr);
   std::variant<CompletionRequest, RequestError> parsed =
-      chat ? parse_chat_request(body) : parse_completion_request(body);
+      chat ? parse_chat_request(body, ctx.sampling) : parse_completion_request(body, ctx.sampling);
   if (auto* e = std::get_if<RequestError>(&parsed)) return send_error(exchange, e->error, e->param);
   const CompletionRequest& request = std::get<CompletionRequest>(parsed);
   const Engine* engine = ctx.worker.engine();

@@ -50,6 +50,7 @@ struct CompletionContext {
   const Result<ChatTemplateSource>& chat_template;
   const std::string& model_id;
   LargeBodyGate& large_bodies;
+  const SamplingOptions& sampling;  // what requests get for the fields they do not set
 };
 
 // Answers on the calling (handler) thread until the response is complete, the client is gone

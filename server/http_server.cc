@@ -46,7 +46,7 @@ HttpServer::HttpServer(ServerOptions options, EngineWorker& worker, Metrics& met
     : options_(std::move(options)),
       worker_(worker),
       metrics_(metrics),
-      chat_template_(load_chat_template(options_.model_path)),
+      chat_template_(load_chat_template(options_.model_path, options_.chat_template)),
       cors_(options_.cors_origins),
       created_(static_cast<int64_t>(std::time(nullptr))) {
   options_.transport = transport_options(options_.transport, expected_streams);
@@ -204,7 +204,7 @@ json HttpServer::model_object() const {
 void HttpServer::answer_props(HttpExchange& ex) {
   const Engine* engine = worker_.engine();
   if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
-  const SamplingOptions defaults;  // what a request that sets nothing gets
+  const SamplingOptions& defaults = options_.sampling;  // what a request that sets nothing gets
   json props = {{"default_generation_settings",
                  {{"n_ctx", engine->model().context},
                   {"params",
@@ -249,7 +249,8 @@ void HttpServer::answer_completion(HttpExchange& ex, bool chat) {
     return send(ex, http_error(make_error(ErrorCode::kUnavailable, "the server is shutting down")));
   }
   ++in_flight_;
-  handle_completion({worker_, chat_template_, options_.model_id, large_bodies_}, chat, ex);
+  handle_completion({worker_, chat_template_, options_.model_id, large_bodies_, options_.sampling},
+                    chat, ex);
   --in_flight_;
 }
 

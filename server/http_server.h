@@ -35,6 +35,10 @@ struct ServerOptions {
   std::vector<std::string> cors_origins;
   LogFormat log_format = LogFormat::kText;  // of the access log (info level: --log-level)
   int total_slots = 1;                      // sequences decoded at once (--parallel), for /props
+  // What requests get for the sampling fields they do not set (--temp, --top-k, ...).
+  SamplingOptions sampling;
+  // --chat-template: "chatml" or a Jinja file replacing the model's template; empty: the model's.
+  std::string chat_template;
   // Connection limits and deadlines; handler_threads 0 means enough for every running and queued
   // stream plus scrapes, max_connections 0 means four times the handler threads (at least 256).
   TransportOptions transport = [] {
@@ -103,7 +107,7 @@ class HttpServer {
   Metrics& metrics_;
   Result<ChatTemplateSource> chat_template_;
   OllamaContext ollama() {
-    return {worker_, chat_template_, options_.model_id, options_.model_path};
+    return {worker_, chat_template_, options_.model_id, options_.model_path, options_.sampling};
   }
   std::unordered_map<std::string, std::vector<Route>> routes_;  // by path
   LargeBodyGate large_bodies_;

@@ -128,6 +128,7 @@ Result<OllamaRequest> parse_generate(const OllamaContext& ctx, const Engine& eng
   if (auto* e = std::get_if<RequestError>(&root)) return e->error;
   const json& body = std::get<json>(root);
   OllamaRequest r;
+  r.generation.sampling = ctx.sampling;
   Fields f(body);
   f.string("model", r.model);
   f.boolean("stream", r.stream);

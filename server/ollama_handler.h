@@ -21,6 +21,7 @@ struct OllamaContext {
   const Result<ChatTemplateSource>& chat_template;
   const std::string& model_id;
   const std::string& model_path;
+  const SamplingOptions& sampling;  // what requests get for the options they do not set
 };
 
 void answer_ollama_version(HttpExchange& exchange);

@@ -370,11 +370,13 @@ void parse_prompt(Fields& f, CompletionRequest& r) {
 
 }  // namespace
 
-std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_view body) {
+std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_view body,
+                                                                 const SamplingOptions& defaults) {
   std::variant<json, RequestError> root = parse_object(body);
   if (auto* e = std::get_if<RequestError>(&root)) return *e;
   Fields f(std::get<json>(root));
   CompletionRequest r;
+  r.generation.sampling = defaults;
   r.chat = true;
   parse_common(f, r);
   parse_messages(f, r);
@@ -390,11 +392,13 @@ std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_vie
   return r;
 }
 
-std::variant<CompletionRequest, RequestError> parse_completion_request(std::string_view body) {
+std::variant<CompletionRequest, RequestError> parse_completion_request(
+    std::string_view body, const SamplingOptions& defaults) {
   std::variant<json, RequestError> root = parse_object(body);
   if (auto* e = std::get_if<RequestError>(&root)) return *e;
   Fields f(std::get<json>(root));
   CompletionRequest r;
+  r.generation.sampling = defaults;
   parse_common(f, r);
   parse_prompt(f, r);
   // Completions' logprobs is the number of alternatives per token (0 to 5), not a flag.

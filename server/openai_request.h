@@ -77,8 +77,12 @@ struct EmbeddingsRequest {
 inline constexpr size_t kMaxEmbeddingInputs = 2048;
 
 // Each returns the request, or the first problem found (request-level 400s).
-std::variant<CompletionRequest, RequestError> parse_chat_request(std::string_view body);
-std::variant<CompletionRequest, RequestError> parse_completion_request(std::string_view body);
+// `defaults`: the sampling a request gets for the fields it does not set (strata serve --temp,
+// --top-k, ...).
+std::variant<CompletionRequest, RequestError> parse_chat_request(
+    std::string_view body, const SamplingOptions& defaults = {});
+std::variant<CompletionRequest, RequestError> parse_completion_request(
+    std::string_view body, const SamplingOptions& defaults = {});
 std::variant<TokenizeRequest, RequestError> parse_tokenize_request(std::string_view body);
 std::variant<DetokenizeRequest, RequestError> parse_detokenize_request(std::string_view body);
 std::variant<EmbeddingsRequest, RequestError> parse_embeddings_request(std::string_view body);

@@ -24,6 +24,12 @@ std::string chatml_template();
 // Reads the template and special tokens of a GGUF file without loading its weights.
 Result<ChatTemplateSource> load_chat_template(const std::string& model_path);
 
+// The same, with the template replaced when `replacement` is set (llama.cpp's --chat-template):
+// "chatml", or the path of a Jinja file. The file must render a two-message conversation, so a
+// broken template is refused here, not at the first request.
+Result<ChatTemplateSource> load_chat_template(const std::string& model_path,
+                                              const std::string& replacement);
+
 struct ChatRenderRequest {
   std::string messages_json = "[]";  // OpenAI-style messages: [{"role", "content"}, ...]
   std::string tools_json;            // optional array of tool definitions

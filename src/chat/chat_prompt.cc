@@ -1,5 +1,7 @@
 // The public chat API (strata/chat.h) over the Jinja interpreter (chat/jinja/).
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "chat/jinja/chat_template.h"
@@ -86,6 +88,36 @@ Result<ChatTemplateSource> load_chat_template(const std::string& model_path) {
   }
   if (tok->bos() >= 0) out.bos_token = tok->token_text(tok->bos());
   if (tok->eos() >= 0) out.eos_token = tok->token_text(tok->eos());
+  return out;
+}
+
+Result<ChatTemplateSource> load_chat_template(const std::string& model_path,
+                                              const std::string& replacement) {
+  STRATA_ASSIGN_OR_RETURN(ChatTemplateSource out, load_chat_template(model_path));
+  if (replacement.empty()) return out;
+  if (replacement == "chatml") {
+    out.source = chatml_template();
+    out.is_default = true;  // ChatML's stop strings, as for a model without a template
+    return out;
+  }
+  std::ifstream in(replacement, std::ios::binary);
+  if (!in) {
+    return make_error(ErrorCode::kNotFound, "chat template '" + replacement +
+                                                "': no such file (give 'chatml' or the path of "
+                                                "a Jinja template file)");
+  }
+  out.source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  out.is_default = false;
+  ChatRenderRequest probe;
+  probe.messages_json =
+      R"([{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}])";
+  probe.add_generation_prompt = true;
+  probe.bos_token = out.bos_token;
+  probe.eos_token = out.eos_token;
+  if (Result<std::string> r = render_chat_template(out.source, probe); !r.ok()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "chat template '" + replacement + "' does not render: " + r.error().message);
+  }
   return out;
 }
 

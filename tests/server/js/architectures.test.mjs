@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { startServer, strataBin } from './lib/server.mjs';
+import { repoRoot, startServer, strataBin } from './lib/server.mjs';
 
 const kArchitectures = [
   'llama', 'gemma', 'gemma2', 'gemma3', 'qwen3', 'smollm3', 'granite', 'mistral3', 'phi3', 'olmo2',
@@ -116,6 +116,35 @@ test('a model without pooling refuses embeddings and says how to start it', asyn
     await assert.rejects(
       client.embeddings.create({ model: 'm', input: 'hello', encoding_format: 'float' }),
       (e) => e.status === 400 && /--pooling/.test(e.message),
+    );
+  } finally {
+    await server.stop();
+  }
+});
+
+// An encoder (bert, with BERT's WordPiece vocabulary and CLS pooling, as bge) embeds through the
+// client and refuses completions with a 400 that says what it is.
+test('a bert file embeds and refuses to generate', async () => {
+  const vocab = path.resolve(repoRoot, '../shared/testdata/vocab/ggml-vocab-bert-bge.gguf');
+  const server = await startServer(['--alias', 'bge'],
+    synth('bert', ['--pooling-type', '2', '--vocab', vocab]));
+  try {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const inputs = ['The cat sat on the mat.', 'A dog ran in the park.'];
+    const floats = await client.embeddings.create({
+      model: 'bge', input: inputs, encoding_format: 'float',
+    });
+    const decoded = await client.embeddings.create({ model: 'bge', input: inputs });
+    assert.equal(floats.data.length, 2);
+    for (let i = 0; i < inputs.length; ++i) {
+      assert.equal(floats.data[i].embedding.length, kNEmbd);
+      assert.ok(Math.abs(Math.hypot(...floats.data[i].embedding) - 1) < 1e-5);
+      assert.deepEqual(decoded.data[i].embedding, floats.data[i].embedding.map(Math.fround));
+    }
+    assert.notDeepEqual(floats.data[1].embedding, floats.data[0].embedding);
+    await assert.rejects(
+      client.completions.create({ model: 'bge', prompt: 'Once', max_tokens: 4 }),
+      (e) => e.status === 400 && /embedding model/.test(e.message),
     );
   } finally {
     await server.stop();

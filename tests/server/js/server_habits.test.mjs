@@ -1,7 +1,11 @@
 // What a llama.cpp or ollama user expects of a server (issue 24): the openai client's
 // models.retrieve, a real `created`, CORS for a browser page on another origin (--cors-origins),
-// and one access-log line per request (--log-format text|json).
+// one access-log line per request (--log-format text|json), server-wide sampling defaults and
+// --chat-template.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startServer } from './lib/server.mjs';
@@ -115,3 +119,64 @@ test('the default text access log and --log-level warn silencing it', async () =
     await quiet.stop();
   }
 });
+
+// llama-server's --temp, --top-k, ... are the defaults of requests that do not set them (and
+// /props reports them); a request's own field still wins. --chat-template FILE replaces the
+// model's template (stories260K has none, so ChatML would be used).
+describe('server-wide sampling defaults and --chat-template', () => {
+  const kTemplate = '{% for m in messages %}Q: {{ m.content }}\n{% endfor %}' +
+    '{% if add_generation_prompt %}A:{% endif %}';
+  let dir;
+  let server;
+  let client;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'strata-template-'));
+    const file = path.join(dir, 'qa.jinja');
+    fs.writeFileSync(file, kTemplate);
+    server = await startServer(['--alias', 'stories', '--temp', '0', '--top-k', '7',
+      '--repeat-penalty', '1.1', '--chat-template', file]);
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 });
+  });
+  after(async () => {
+    await server?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('/props reports the defaults and the replacement template', async () => {
+    const props = await (await fetch(`${server.url}/props`)).json();
+    const params = props.default_generation_settings.params;
+    assert.equal(params.temperature, 0);
+    assert.equal(params.top_k, 7);
+    assert.equal(params.repeat_penalty, 1.100000023841858);
+    assert.equal(props.chat_template, kTemplate);
+  });
+
+  test('requests without a temperature are greedy; one with its own samples', async () => {
+    const ask = (extra) => client.completions.create({
+      model: 'stories', prompt: 'Once upon a time', max_tokens: 24, ...extra,
+    });
+    const [a, b] = await Promise.all([ask({}), ask({})]);
+    assert.equal(a.choices[0].text, b.choices[0].text);
+    const texts = new Set();
+    for (let seed = 1; seed <= 4; ++seed) {
+      texts.add((await ask({ temperature: 1.5, seed })).choices[0].text);
+    }
+    assert.ok(texts.size > 1, 'a request\'s own temperature is used');
+  });
+
+  test('chat prompts are rendered with the replacement template', async () => {
+    const [chat, plain] = await Promise.all([
+      client.chat.completions.create({
+        model: 'stories', messages: [{ role: 'user', content: 'Hi there' }], max_tokens: 4,
+      }),
+      client.completions.create({ model: 'stories', prompt: 'Q: Hi there\nA:', max_tokens: 4 }),
+    ]);
+    assert.equal(chat.usage.prompt_tokens, plain.usage.prompt_tokens);
+  });
+});
+
+test('a --chat-template that is not a file or chatml stops the start with one error line',
+  async () => {
+    await assert.rejects(startServer(['--chat-template', '/nonexistent/template.jinja']),
+      /no such file/);
+  });
