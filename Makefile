@@ -6,7 +6,7 @@ DEFAULT_MODEL := ../shared/models/stories260K.gguf
 MODEL ?= $(if $(STRATA_MODEL),$(STRATA_MODEL),$(DEFAULT_MODEL))
 PROMPT ?= Once upon a time
 
-.PHONY: deps packages js-packages configure build run test clean format format-check lint
+.PHONY: deps packages js-packages configure build run test install clean format format-check lint
 
 deps: packages js-packages
 
@@ -41,6 +41,13 @@ run: configure
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The binary, its man page, bash completion and systemd unit under PREFIX (root for /usr/local).
+PREFIX ?= /usr/local
+install: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target strata strata_man
+	@cmake --install $(BUILD_DIR) --prefix "$(PREFIX)" > /dev/null
+	@echo "installed strata under $(PREFIX) (bin, share/man/man1, bash-completion, systemd unit)"
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -6,12 +6,13 @@
 
 #include "cli/commands.h"
 #include "cli/llama_aliases.h"
+#include "strata_version.h"  // generated: the version and commit (cmake/version.cmake)
 
 int main(int argc, char** argv) {
   using namespace strata::cli;
   CLI::App app{"strata: a CPU inference engine for GGUF language models"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "strata 0.1.0");
+  app.set_version_flag("--version", STRATA_VERSION_STRING);
   // --help shows every option's default; inherited by the subcommands added below.
   app.option_defaults()->always_capture_default();
   // llama.cpp's spellings (-ngl, -np, ...) as strata's names, before CLI11 reads them.

@@ -16,6 +16,8 @@ packages=(
   libgtest-dev libgmock-dev  # GoogleTest: the test suite
   libbenchmark-dev      # Google Benchmark: kernel microbenchmarks
   clang-format          # formatting check (make format-check, run by CI)
+  help2man              # the man page make install writes from strata --help
+  bash-completion       # the helpers strata's completion (packaging/strata.bash) builds on
   curl                  # the server's error-case tests (tests/server/js)
   chromium              # headless browser of the chat page test (tests/server/js)
   prometheus            # scrapes /metrics in the server tests (tests/server/js)
