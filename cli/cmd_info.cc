@@ -25,7 +25,9 @@ int info(const InfoFlags& f) {
 Command add_info_command(CLI::App& app) {
   auto f = std::make_shared<InfoFlags>();
   CLI::App* sub = app.add_subcommand("info", "show a GGUF file's metadata and tensors");
-  sub->add_option("-m,--model", f->model, "GGUF model file")->required();
+  sub->add_option("-m,--model", f->model, "GGUF model file, or a pulled model's name")
+      ->required()
+      ->transform(model_name_resolver());
   sub->add_flag("--json", f->json, "print one JSON object");
   return {sub, [f] { return info(*f); }};
 }

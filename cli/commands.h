@@ -29,6 +29,8 @@ Command add_inspect_command(CLI::App& app);
 Command add_bench_grammar_command(CLI::App& app);
 Command add_grammar_check_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_pull_command(CLI::App& app);
+Command add_list_command(CLI::App& app);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;

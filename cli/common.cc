@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_store.h"
 
 namespace strata::cli {
 
@@ -131,8 +132,20 @@ void add_sparse_attention_flags(CLI::App& sub, SparseAttentionPolicy& sparse) {
       ->capture_default_str();
 }
 
+CLI::Validator model_name_resolver() {
+  return CLI::Validator(
+      [](std::string& value) {
+        value = resolve_model(value);
+        return std::string();
+      },
+      "FILE|NAME");
+}
+
 void add_model_flags(CLI::App& sub, EngineOptions& options) {
-  sub.add_option("-m,--model", options.model_path, "GGUF model file")->required();
+  sub.add_option("-m,--model", options.model_path,
+                 "GGUF model file, or the name of one strata pull fetched (strata list)")
+      ->required()
+      ->transform(model_name_resolver());
   sub.add_option("-t,--threads", options.threads, "threads (0: one per core)")
       ->check(thread_count_validator());
   sub.add_option("-c,--ctx-size", options.context,

@@ -38,6 +38,10 @@ CLI::Option* add_sparse_mode_option(CLI::App& sub, const std::string& name,
 // --attn dense|sparse, --attn-budget, --attn-window, --attn-sinks, --attn-dense-layers.
 void add_sparse_attention_flags(CLI::App& sub, SparseAttentionPolicy& sparse);
 
+// Turns a -m value that names no file into the models folder's file of that name
+// (cli/model_store.h), for CLI11's transform().
+CLI::Validator model_name_resolver();
+
 // -m, -t, -c, --mmap on a subcommand, filling `options`.
 void add_model_flags(CLI::App& sub, EngineOptions& options);
 // --spec none|ngram, --draft-max, --spec-ngram-min, --spec-ngram-max: speculative decoding, for
@@ -47,6 +51,7 @@ void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options);
 // -n/--n-predict: tokens to generate at most, or -1 (llama.cpp's -1 and -2) for "until the
 // context ends"; max_tokens_for turns the value into a request's max_tokens.
 CLI::Option* add_n_predict_option(CLI::App& sub, int& n_predict, const std::string& help);
+int max_tokens_for(int n_predict, const Engine& engine);
 
 // llama.cpp's sampling flags (--temp, --top-k, --top-p, --min-p, --repeat-penalty,
 // --repeat-last-n, --presence-penalty, --frequency-penalty) into `sampling`.
@@ -55,7 +60,6 @@ void add_sampling_flags(CLI::App& sub, SamplingOptions& sampling);
 // --chat-template NAME|FILE (and llama.cpp's --chat-template-file FILE): "chatml" or a Jinja
 // file in place of the model's template.
 void add_chat_template_option(CLI::App& sub, std::string& chat_template);
-int max_tokens_for(int n_predict, const Engine& engine);
 
 // Loads the engine or prints why not; warns when the context is past the trained one.
 std::unique_ptr<Engine> load_engine(const EngineOptions& options, int& exit_code);

@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
       add_bench_grammar_command(app),
       add_grammar_check_command(app),
       add_serve_command(app),
+      add_pull_command(app),
+      add_list_command(app),
   };
   // clang-format on
   // llama.cpp's GPU-only and no-op flags, on the commands that load a model (add_model_flags),

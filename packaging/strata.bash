@@ -1,5 +1,5 @@
 # bash completion of strata: its subcommands, each subcommand's flags (read from its --help, so
-# they never go stale), and file names for everything else. Installed by `make install` into
+# they never go stale), pulled model names after -m, and file names for everything else. Installed by `make install` into
 # bash-completion's completions folder; needs the bash-completion package's helpers.
 _strata() {
   local cur prev words cword
@@ -12,7 +12,13 @@ _strata() {
     return
   fi
   case $prev in
-    -m | --model | -f | --file | -o | --output | --vocab | --draft | --grammar | --json-schema | \
+    -m | --model)  # files, and the names strata pull fetched
+      _filedir
+      mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -W \
+        "$("${words[0]}" list 2> /dev/null | awk '{ print $1 }')" -- "$cur")
+      return
+      ;;
+    -f | --file | -o | --output | --vocab | --draft | --grammar | --json-schema | \
       --chat-template | --chat-template-file | --kv-cache-dir | --imatrix)
       _filedir
       return

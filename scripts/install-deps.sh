@@ -13,6 +13,7 @@ packages=(
   libssl-dev            # OpenSSL's libcrypto: SHA-256 keys of prefix-cache pages and model files
   libboost1.81-dev      # Boost.Beast on Asio (header-only): the server's HTTP/1.1 transport
   libcpp-httplib-dev    # cpp-httplib: the HTTP client of the server's C++ tests
+  libcurl4-openssl-dev  # libcurl: strata pull's downloads (resume, redirects, TLS, proxies)
   libgtest-dev libgmock-dev  # GoogleTest: the test suite
   libbenchmark-dev      # Google Benchmark: kernel microbenchmarks
   clang-format          # formatting check (make format-check, run by CI)

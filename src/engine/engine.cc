@@ -110,6 +110,20 @@ Status enable_prefix_cache(kv::KvManager& kv, const kv::PageKey& fingerprint,
   return ok_status();
 }
 
+// The context per sequence: -c, else the trained one up to kDefaultMaxContext. Learned positions
+// (BERT) end at the trained context.
+Result<size_t> context_size(const EngineOptions& options, const model::ModelConfig& c) {
+  const size_t context = options.context > 0 ? static_cast<size_t>(options.context)
+                                             : std::min(c.n_ctx_train, kDefaultMaxContext);
+  if (c.learned_positions && context > c.n_ctx_train) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "a context of " + std::to_string(context) + " tokens is past the " +
+                          std::to_string(c.n_ctx_train) + " positions " + c.arch_name +
+                          " learned; lower -c to " + std::to_string(c.n_ctx_train) + " or less");
+  }
+  return context;
+}
+
 // What callers see of the loaded model.
 ModelSummary summarize(const model::Model& model, size_t context) {
   const model::ModelConfig& c = model.config();
@@ -217,14 +231,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                                                    " tokens but the model's embedding has " +
                                                    std::to_string(c.n_vocab) + " rows");
   }
-  size_t context = options.context > 0 ? static_cast<size_t>(options.context)
-                                       : std::min(c.n_ctx_train, kDefaultMaxContext);
-  if (c.learned_positions && context > c.n_ctx_train) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "a context of " + std::to_string(context) + " tokens is past the " +
-                          std::to_string(c.n_ctx_train) + " positions " + c.arch_name +
-                          " learned; lower -c to " + std::to_string(c.n_ctx_train) + " or less");
-  }
+  STRATA_ASSIGN_OR_RETURN(const size_t context, context_size(options, c));
   impl->model->use_context(context);
   const size_t page = static_cast<size_t>(options.page_size);
   const kv::KvShape kv_shape = impl->model->kv_shape(page);

@@ -205,7 +205,8 @@ TEST(ArchitectureTableTest, EveryEntryIsFoundByName) {
   }
   EXPECT_EQ(find_architecture("mamba"), nullptr);
   EXPECT_EQ(supported_architecture_names(),
-            "llama, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, granite, olmo2, mistral3, phi3");
+            "llama, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, granite, olmo2, mistral3, phi3, "
+            "bert, nomic-bert");
 }
 
 struct ArchCase {
@@ -374,7 +375,7 @@ TEST(LayerSpecTest, UnknownArchitectureListsTheTable) {
   EXPECT_EQ(m.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(m.error().message.find(
                 "'mamba' (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, smollm3, granite, "
-                "olmo2, mistral3, phi3)"),
+                "olmo2, mistral3, phi3, bert, nomic-bert)"),
             std::string::npos)
       << m.error().message;
 }

@@ -224,7 +224,7 @@ TEST(SynthTest, PaddedVocabularyKeepsTheCopiedTokensAndAddsControlTokens) {
 TEST(SynthTest, PresetNamesAreTheDocumentedOnes) {
   const std::vector<std::string> presets = synth_preset_names();
   EXPECT_EQ(presets, (std::vector<std::string>{"tiny", "tiny-gqa", "llama-1b", "llama-3b",
-                                               "llama-8b", "gemma3-1b"}));
+                                               "llama-8b", "gemma3-1b", "bert-base"}));
 }
 
 TEST(SynthTest, BadOptionsAreErrors) {
