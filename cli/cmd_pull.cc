@@ -30,7 +30,9 @@ struct PullFlags {
   bool force = false;
 };
 
-Error pull_error(ErrorCode code, std::string message) { return make_error(code, std::move(message)); }
+Error pull_error(ErrorCode code, std::string message) {
+  return make_error(code, std::move(message));
+}
 
 // hf://OWNER/REPO/PATH[@REVISION] as the hub serves it ($HF_ENDPOINT, as huggingface_hub reads
 // it, or https://huggingface.co); http(s) URLs as they are.
@@ -46,7 +48,8 @@ Result<std::string> source_url(const std::string& source) {
     rest.resize(at);
   }
   const size_t owner_end = rest.find('/');
-  const size_t repo_end = owner_end == std::string::npos ? owner_end : rest.find('/', owner_end + 1);
+  const size_t repo_end =
+      owner_end == std::string::npos ? owner_end : rest.find('/', owner_end + 1);
   if (repo_end == std::string::npos || repo_end + 1 >= rest.size()) {
     return pull_error(ErrorCode::kInvalidArgument,
                       "'" + source + "' names no file: use hf://OWNER/REPO/FILE.gguf");
@@ -80,12 +83,12 @@ struct Transfer {
   std::string part_path;
   uint64_t offset = 0;  // bytes of the .part file this request continues from
   std::ofstream out;
-  long status = 0;            // of the last response (redirects reset it)
-  std::string linked_etag;    // X-Linked-ETag: the hub's SHA-256 of an LFS file
-  uint64_t total = 0;         // of the whole file, when the response says
-  uint64_t written = 0;       // by this request
-  bool started = false;       // the body began and `out` is open
-  std::string failure;        // why a write callback stopped the transfer
+  long status = 0;          // of the last response (redirects reset it)
+  std::string linked_etag;  // X-Linked-ETag: the hub's SHA-256 of an LFS file
+  uint64_t total = 0;       // of the whole file, when the response says
+  uint64_t written = 0;     // by this request
+  bool started = false;     // the body began and `out` is open
+  std::string failure;      // why a write callback stopped the transfer
   bool show_progress = false;
   std::chrono::steady_clock::time_point begin, last_draw;
 };
@@ -151,7 +154,8 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto& t = *static_cast<Transfer*>(user);
   const auto now = std::chrono::steady_clock::now();
-  if (!t.show_progress || !t.started || now - t.last_draw < std::chrono::milliseconds(200)) return 0;
+  if (!t.show_progress || !t.started || now - t.last_draw < std::chrono::milliseconds(200))
+    return 0;
   t.last_draw = now;
   const double seconds = std::chrono::duration<double>(now - t.begin).count();
   const double rate = seconds > 0 ? static_cast<double>(t.written) / seconds : 0;
@@ -230,10 +234,10 @@ Status fetch(const std::string& url, Transfer& t) {
   if (t.show_progress) std::fprintf(stderr, "\n");
   if (!t.failure.empty()) return pull_error(ErrorCode::kInternal, t.failure);
   if (t.status >= 400 || (code == CURLE_WRITE_ERROR && !t.started)) {
-    return pull_error(t.status == 404 || t.status == 401 ? ErrorCode::kNotFound
-                                                        : ErrorCode::kUnavailable,
-                      "HTTP " + std::to_string(t.status) + " for " + url +
-                          (t.status == 401 ? " (a gated model? set HF_TOKEN)" : ""));
+    return pull_error(
+        t.status == 404 || t.status == 401 ? ErrorCode::kNotFound : ErrorCode::kUnavailable,
+        "HTTP " + std::to_string(t.status) + " for " + url +
+            (t.status == 401 ? " (a gated model? set HF_TOKEN)" : ""));
   }
   if (code != CURLE_OK) {
     return pull_error(ErrorCode::kUnavailable,
@@ -332,10 +336,10 @@ int list() {
 Command add_pull_command(CLI::App& app) {
   auto f = std::make_shared<PullFlags>();
   CLI::App* sub = app.add_subcommand(
-      "pull", "download a GGUF model (hf://OWNER/REPO/FILE.gguf or an http(s) URL) into the "
-              "models folder ($STRATA_MODELS, else ~/.cache/strata/models), resumably");
-  sub->add_option("source", f->source, "hf://OWNER/REPO/FILE.gguf[@REVISION] or a URL")
-      ->required();
+      "pull",
+      "download a GGUF model (hf://OWNER/REPO/FILE.gguf or an http(s) URL) into the "
+      "models folder ($STRATA_MODELS, else ~/.cache/strata/models), resumably");
+  sub->add_option("source", f->source, "hf://OWNER/REPO/FILE.gguf[@REVISION] or a URL")->required();
   sub->add_option("--name", f->name, "name to keep it under (default: the file name)");
   sub->add_option("--sha256", f->sha256,
                   "expected SHA-256 (default: the hub's, when it gives one)");

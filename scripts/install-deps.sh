@@ -14,6 +14,7 @@ packages=(
   libboost1.81-dev      # Boost.Beast on Asio (header-only): the server's HTTP/1.1 transport
   libcpp-httplib-dev    # cpp-httplib: the HTTP client of the server's C++ tests
   libcurl4-openssl-dev  # libcurl: strata pull's downloads (resume, redirects, TLS, proxies)
+  libedit-dev           # libedit: strata chat's line editing and history (BSD-licensed readline)
   libgtest-dev libgmock-dev  # GoogleTest: the test suite
   libbenchmark-dev      # Google Benchmark: kernel microbenchmarks
   clang-format          # formatting check (make format-check, run by CI)

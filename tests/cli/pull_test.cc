@@ -152,11 +152,10 @@ TEST_F(PullTest, PullsFromTheHubChecksItAndRunsItByName) {
 }
 
 TEST_F(PullTest, ACutConnectionResumesWhereItStopped) {
-  const Outcome first = strata("pull http://127.0.0.1:" + std::to_string(port_) +
-                               "/files/cut.gguf --name cut");
+  const Outcome first =
+      strata("pull http://127.0.0.1:" + std::to_string(port_) + "/files/cut.gguf --name cut");
   EXPECT_EQ(first.exit_code, 2) << first.err;
-  EXPECT_NE(first.err.find("run the same command again to resume"), std::string::npos)
-      << first.err;
+  EXPECT_NE(first.err.find("run the same command again to resume"), std::string::npos) << first.err;
   const fs::path part = models() / "cut.gguf.part";
   ASSERT_TRUE(fs::exists(part));
   const size_t have = fs::file_size(part);
