@@ -158,6 +158,7 @@ void HttpServer::install_routes() {
   add("POST", {"/v1/embeddings", "/embeddings"},
       [this](HttpExchange& ex) { handle_embeddings(worker_, options_.model_id, ex); });
   add("GET", {"/props"}, [this](HttpExchange& ex) { answer_props(ex); });
+  add("GET", {"/slots"}, [this](HttpExchange& ex) { answer_slots(ex); });
   // ollama's API, for clients that speak it (server/ollama_handler.h).
   add("GET", {"/api/version"}, answer_ollama_version);
   add("GET", {"/api/tags"}, [this](HttpExchange& ex) { answer_ollama_tags(ollama(), ex); });
@@ -226,6 +227,43 @@ void HttpServer::answer_props(HttpExchange& ex) {
     props["eos_token"] = chat_template_->eos_token.value_or("");
   }
   respond_json(ex, props);
+}
+
+void HttpServer::answer_slots(HttpExchange& ex) {
+  const Engine* engine = worker_.engine();
+  if (!engine) return send_error(ex, make_error(ErrorCode::kUnavailable, "the model is loading"));
+  // The worker's snapshot from its last step: admitted sequences fill the slots in the order
+  // they started; the others are idle (requests still queued are not in a slot yet).
+  const EngineLoad load = worker_.load();
+  json slots = json::array();
+  size_t next = 0;
+  for (int id = 0; id < options_.total_slots; ++id) {
+    while (next < load.sequences.size() &&
+           std::string_view(load.sequences[next].state) == "waiting") {
+      ++next;
+    }
+    json slot = {{"id", id}, {"n_ctx", engine->model().context}, {"speculative", false}};
+    if (next == load.sequences.size()) {
+      slot.update({{"id_task", -1}, {"is_processing", false}});
+    } else {
+      const EngineLoad::Sequence& s = load.sequences[next++];
+      const size_t remain =
+          s.max_length - std::min(s.max_length, s.prompt_tokens + s.generated_tokens);
+      slot.update({{"id_task", s.id},
+                   {"is_processing", true},
+                   {"state", s.state},
+                   {"embedding", s.embedding},
+                   {"n_prompt_tokens", s.prompt_tokens},
+                   {"n_prompt_tokens_cache", s.cached_tokens},
+                   {"n_prompt_tokens_processed", std::min(s.computed_tokens, s.prompt_tokens)},
+                   {"next_token",
+                    {{"has_next_token", remain > 0},
+                     {"n_decoded", s.generated_tokens},
+                     {"n_remain", remain}}}});
+    }
+    slots.push_back(std::move(slot));
+  }
+  respond_json(ex, slots);
 }
 
 void HttpServer::answer_models(HttpExchange& ex) {

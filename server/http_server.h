@@ -84,6 +84,8 @@ class HttpServer {
   void answer_models(HttpExchange& ex);
   // GET /props, llama-server's: the context, slots, default sampling and chat template.
   void answer_props(HttpExchange& ex);
+  // GET /slots, llama-server's: per slot (--parallel), the request it runs and its progress.
+  void answer_slots(HttpExchange& ex);
   // GET /v1/models/{id}: the model when id is the served one, else 404.
   void answer_model(HttpExchange& ex, std::string_view id);
   nlohmann::json model_object() const;

@@ -284,6 +284,15 @@ struct EngineLoad {
   uint64_t spec_draft_tokens = 0;
   uint64_t spec_accepted_tokens = 0;
   std::vector<uint64_t> spec_accepted_per_position;
+  // Every unfinished request, oldest first (llama-server's /slots shows them).
+  struct Sequence {
+    uint64_t id = 0;
+    const char* state = "";  // "waiting", "prefilling", "decoding", "preempted"
+    bool embedding = false;
+    size_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
+    size_t max_length = 0;  // prompt plus max_tokens, capped by the context
+  };
+  std::vector<Sequence> sequences;
 };
 
 struct ModelSummary {

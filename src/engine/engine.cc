@@ -415,6 +415,13 @@ EngineLoad Engine::load() const {
   load.prefix_cache_queries = im.kv->prefix_counters().queries;
   load.prefix_cache_hits = im.kv->prefix_counters().hits;
   load.prefix_cache_pages = cache.prefix_index().size();
+  for (const engine::Sequence& s : im.sequences) {
+    if (s.finished()) continue;
+    constexpr const char* kStates[] = {"waiting", "prefilling", "decoding", "preempted", ""};
+    load.sequences.push_back({s.id, kStates[static_cast<int>(s.status)], s.embed, s.n_prompt,
+                              s.n_cached, s.n_computed, s.embed ? 0 : s.n_generated(),
+                              s.max_length});
+  }
   load.spec_drafts = im.spec.drafts;
   load.spec_draft_tokens = im.spec.draft_tokens;
   load.spec_accepted_tokens = im.spec.accepted_tokens;

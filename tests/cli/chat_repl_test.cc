@@ -48,7 +48,9 @@ class Terminal {
     if (fd_ >= 0) close(fd_);
   }
 
-  void type(const std::string& keys) { ASSERT_EQ(write(fd_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size())); }
+  void type(const std::string& keys) {
+    ASSERT_EQ(write(fd_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
 
   // Reads until the output since the last wait holds `text` (true) or 60 s pass (false).
   bool wait_for(const std::string& text) {
@@ -133,7 +135,8 @@ TEST_F(ChatReplTest, ArrowKeysEditAndRecallAndCommandsStayLocal) {
   }
   EXPECT_EQ(user, (std::vector<std::string>{"abXc", "abXc"}));
   std::ifstream history(home_ / ".cache" / "strata" / "chat_history");
-  const std::string kept((std::istreambuf_iterator<char>(history)), std::istreambuf_iterator<char>());
+  const std::string kept((std::istreambuf_iterator<char>(history)),
+                         std::istreambuf_iterator<char>());
   EXPECT_NE(kept.find("abXc"), std::string::npos) << kept;
 }
 

@@ -180,3 +180,35 @@ test('a --chat-template that is not a file or chatml stops the start with one er
     await assert.rejects(startServer(['--chat-template', '/nonexistent/template.jinja']),
       /no such file/);
   });
+
+// llama-server's /slots: one entry per --parallel slot, idle ones not processing, busy ones
+// with their request's progress.
+test('/slots shows idle slots and the requests running in them', async () => {
+  const server = await startServer(['--parallel', '2']);
+  try {
+    const idle = await (await fetch(`${server.url}/slots`)).json();
+    assert.equal(idle.length, 2);
+    for (const [i, slot] of idle.entries()) {
+      assert.equal(slot.id, i);
+      assert.equal(slot.is_processing, false);
+      assert.ok(slot.n_ctx > 0);
+    }
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    let done = false;
+    const requests = Promise.all([1, 2, 3, 4].map((seed) => client.completions.create({
+      model: 'm', prompt: 'Once upon a time', max_tokens: 400, seed, temperature: 1,
+    }))).finally(() => { done = true; });
+    let busy = null;
+    while (!done && !busy) {
+      const slots = await (await fetch(`${server.url}/slots`)).json();
+      busy = slots.find((s) => s.is_processing && s.next_token.n_decoded > 0) ?? null;
+    }
+    await requests;
+    assert.ok(busy, 'a slot was seen processing');
+    assert.ok(busy.n_prompt_tokens > 0);
+    assert.equal(busy.next_token.n_decoded + busy.next_token.n_remain, 400);
+    assert.ok(busy.id_task >= 0);
+  } finally {
+    await server.stop();
+  }
+});
