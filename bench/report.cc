@@ -123,13 +123,20 @@ std::string format_json(const BenchReport& r) {
   j["n_gen"] = r.generate_tokens;
   j["ctx_depth"] = r.ctx_depth;
   j["repetitions"] = r.repetitions;
-  j["pp_tokens_per_s"] = r.pp_tokens_per_s.mean;
-  j["pp_tokens_per_s_stddev"] = r.pp_tokens_per_s.stddev;
-  j["tg_tokens_per_s"] = r.tg_tokens_per_s.mean;
-  j["tg_tokens_per_s_stddev"] = r.tg_tokens_per_s.stddev;
-  j["ttft_ms"] = r.ttft_ms;
-  j["itl_p50_ms"] = r.itl_p50_ms;
-  j["itl_p99_ms"] = r.itl_p99_ms;
+  // A figure the run did not measure is null, never a 0 that reads as a measurement: no prompt
+  // (-p 0), no generation (-n 0), one gap between tokens needing two tokens, a spread needing
+  // two repetitions, the read bandwidth its own run.
+  auto measured = [](bool taken, double value) {
+    return taken ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
+  };
+  const bool pp = r.prompt_tokens > 0, tg = r.generate_tokens > 0, spread = r.repetitions > 1;
+  j["pp_tokens_per_s"] = measured(pp, r.pp_tokens_per_s.mean);
+  j["pp_tokens_per_s_stddev"] = measured(pp && spread, r.pp_tokens_per_s.stddev);
+  j["tg_tokens_per_s"] = measured(tg, r.tg_tokens_per_s.mean);
+  j["tg_tokens_per_s_stddev"] = measured(tg && spread, r.tg_tokens_per_s.stddev);
+  j["ttft_ms"] = measured(tg, r.ttft_ms);
+  j["itl_p50_ms"] = measured(r.generate_tokens > 1, r.itl_p50_ms);
+  j["itl_p99_ms"] = measured(r.generate_tokens > 1, r.itl_p99_ms);
   j["peak_rss_bytes"] = r.peak_rss_bytes;
   j["kv_type"] = r.kv_type;
   j["kv_tiers"] = r.kv_tiers;
@@ -150,10 +157,11 @@ std::string format_json(const BenchReport& r) {
     j["kv_pages_by_precision"] = r.kv.kv_pages_by_precision;
   }
   j["weight_bytes"] = r.weight_bytes;
-  j["tg_bandwidth_gb_s"] = r.tg_bandwidth_gb_s;
-  j["read_bandwidth_gb_s"] = r.read_bandwidth_gb_s;
+  j["tg_bandwidth_gb_s"] = measured(tg, r.tg_bandwidth_gb_s);
+  const bool bandwidth = r.read_bandwidth_gb_s > 0;
+  j["read_bandwidth_gb_s"] = measured(bandwidth, r.read_bandwidth_gb_s);
   j["tg_bandwidth_fraction"] =
-      r.read_bandwidth_gb_s > 0 ? r.tg_bandwidth_gb_s / r.read_bandwidth_gb_s : 0.0;
+      measured(tg && bandwidth, bandwidth ? r.tg_bandwidth_gb_s / r.read_bandwidth_gb_s : 0);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const ConcurrencyResult& c : r.concurrency) {
     rows.push_back({{"streams", c.streams},

@@ -55,12 +55,14 @@ TEST(BenchTest, ReportsEveryFigureOnARealModel) {
   }
 
   const nlohmann::json j = nlohmann::json::parse(format_json(*r));
-  for (const char* key :
-       {"pp_tokens_per_s", "tg_tokens_per_s", "ttft_ms", "itl_p50_ms", "itl_p99_ms",
-        "peak_rss_bytes", "weight_bytes", "read_bandwidth_gb_s", "tg_bandwidth_fraction"}) {
+  for (const char* key : {"pp_tokens_per_s", "tg_tokens_per_s", "ttft_ms", "itl_p50_ms",
+                          "itl_p99_ms", "peak_rss_bytes", "weight_bytes"}) {
     ASSERT_TRUE(j.contains(key)) << key;
     EXPECT_TRUE(j[key].is_number()) << key;
   }
+  // measure_bandwidth is off here: not measured, so null (its own test below has numbers).
+  EXPECT_TRUE(j["read_bandwidth_gb_s"].is_null());
+  EXPECT_TRUE(j["tg_bandwidth_fraction"].is_null());
   EXPECT_EQ(j["concurrency"].size(), 2u);
   const std::string table = format_table(*r);
   EXPECT_NE(table.find("pp16"), std::string::npos);
@@ -74,11 +76,34 @@ TEST(BenchTest, ReadBandwidthIsMeasuredAndReported) {
   EXPECT_TRUE(std::isfinite(gb_s));
   EXPECT_EQ(measure_read_bandwidth(0, 2), 0);
   BenchReport r;
+  r.generate_tokens = 8;
   r.tg_bandwidth_gb_s = 3;
   r.read_bandwidth_gb_s = 12;
   r.threads = 2;
   EXPECT_NE(format_table(r).find("= 25% of the 12.0 GB/s"), std::string::npos) << format_table(r);
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(format_json(r))["tg_bandwidth_fraction"], 0.25);
+}
+
+// --json never reports a figure the run did not take as 0: it is null.
+TEST(BenchTest, FiguresNotMeasuredAreNullInJson) {
+  BenchReport r;
+  r.prompt_tokens = 16;
+  r.generate_tokens = 0;  // -n 0: prompt processing only
+  r.repetitions = 1;
+  r.pp_tokens_per_s.mean = 100;
+  const nlohmann::json j = nlohmann::json::parse(format_json(r));
+  EXPECT_EQ(j["pp_tokens_per_s"], 100);
+  for (const char* key : {"pp_tokens_per_s_stddev", "tg_tokens_per_s", "tg_tokens_per_s_stddev",
+                          "ttft_ms", "itl_p50_ms", "itl_p99_ms", "tg_bandwidth_gb_s",
+                          "read_bandwidth_gb_s", "tg_bandwidth_fraction"}) {
+    EXPECT_TRUE(j[key].is_null()) << key << " = " << j[key];
+  }
+  r.generate_tokens = 1;  // one token: a speed, but no gap between tokens
+  r.repetitions = 3;
+  const nlohmann::json k = nlohmann::json::parse(format_json(r));
+  EXPECT_TRUE(k["tg_tokens_per_s"].is_number());
+  EXPECT_TRUE(k["pp_tokens_per_s_stddev"].is_number());
+  EXPECT_TRUE(k["itl_p50_ms"].is_null());
 }
 
 TEST(BenchTest, BadOptionsAreErrors) {
