@@ -164,6 +164,23 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
       "KV cache precision of every page (with --kv-tiers: of the hot tier): f16 (default), "
       "f32, bf16, q8_0 or q4_0 (llama.cpp's -ctk/-ctv types), r4 or r3 (strata's rotated "
       "4- and 3-bit formats)");
+  // llama.cpp's -ctk/-ctv: strata keeps keys and values of a page at one precision, so both
+  // name it and must agree.
+  auto typed = std::make_shared<std::optional<KvPrecision>>();
+  for (const char* name : {"--cache-type-k", "--cache-type-v"}) {
+    add_kv_type_option(
+        sub, name,
+        [&options, typed, name](KvPrecision p) {
+          if (*typed && **typed != p) {
+            throw CLI::ValidationError(name,
+                                       "strata keeps keys and values at one precision: "
+                                       "give -ctk and -ctv the same type");
+          }
+          *typed = p;
+          options.kv.hot = p;
+        },
+        "llama.cpp's -ctk / -ctv: --kv-type (keys and values take the same type)");
+  }
   add_kv_tiers_option(sub, options.kv.tiers);
   // exact matches the reference engine's attention numerics; fast reads each KV page once per
   // tile of prompt tokens in f32, for long prompts.

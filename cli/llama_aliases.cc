@@ -33,10 +33,8 @@ constexpr Spelling kSpellings[] = {
 
 // llama.cpp names strata has under another name or not at all: the suggestion when refused.
 constexpr Spelling kHints[] = {
-    {"--cache-type-k", "--kv-type"},
-    {"--cache-type-v", "--kv-type"},
-    {"--hf-repo", "-m FILE: strata loads local GGUF files"},
-    {"--model-url", "-m FILE: strata loads local GGUF files"},
+    {"--hf-repo", "strata pull hf://OWNER/REPO/FILE.gguf, then -m NAME"},
+    {"--model-url", "strata pull URL, then -m NAME"},
     {"--cont-batching", "--parallel: strata serve always batches"},
     {"--ubatch-size", "--batch-tokens"},
 };

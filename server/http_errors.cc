@@ -1,6 +1,8 @@
 #include "server/http_errors.h"
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 namespace strata::server {
 namespace {
@@ -69,7 +71,19 @@ HttpError unauthorized_error() {
 }
 
 HttpError not_found_error(const std::string& path) {
-  return {404, body("no such route: " + path, "invalid_request_error", "", "not_found"), 0};
+  // llama-server's native routes, which clients written for it call: where strata has the same.
+  static constexpr std::pair<const char*, const char*> kNative[] = {
+      {"/completion", "/v1/completions"},
+      {"/embedding", "/v1/embeddings"},
+      {"/infill", "/v1/completions (no fill-in-the-middle)"},
+      {"/v1/rerank", "/v1/embeddings (no reranking)"},
+      {"/rerank", "/v1/embeddings (no reranking)"},
+  };
+  std::string message = "no such route: " + path;
+  for (const auto& [native, instead] : kNative) {
+    if (path == native) message += "; strata serves the OpenAI API: use " + std::string(instead);
+  }
+  return {404, body(message, "invalid_request_error", "", "not_found"), 0};
 }
 
 HttpError method_not_allowed_error(const std::string& method, const std::string& path,
