@@ -127,7 +127,7 @@ std::string unknown_flag_message(const CLI::App& command, const std::string& rew
   std::string path = command.get_parent() != nullptr ? command.get_name() : "";
   for (const CLI::App* p = command.get_parent(); p != nullptr && p->get_parent() != nullptr;
        p = p->get_parent()) {
-    path = p->get_name() + " " + path;
+    path.insert(0, p->get_name() + " ");
   }
   return "unknown flag " + shown + (path.empty() ? "" : " for " + path) + " (" + suggestion + ")" +
          " (see --help)";
@@ -187,7 +187,9 @@ void add_ignored_llama_flags(CLI::App& sub) {
     for (const Spelling& sp : kSpellings) {
       if (first == sp.name) spelled += std::string(" ") + sp.typed;
     }
-    CLI::Option* o = sub.add_option(names, warn, "ignored (" + spelled + "; " + why + ")");
+    std::string help = "ignored (" + spelled;
+    help += "; " + why + ")";
+    CLI::Option* o = sub.add_option(names, warn, help);
     o->group("llama.cpp flags, ignored");
     if (f.values == 0) o->expected(0);
     if (f.values == 1) o->type_name("VALUE");
