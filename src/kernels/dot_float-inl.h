@@ -46,10 +46,42 @@ struct BF16Weights {
   HWY_INLINE float Scalar(size_t i) const { return bf16_to_fp32(w[i]); }
 };
 
+// out[t] = sum_i W[i] * x[t * x_stride + i] for t < kT. Two accumulators per token hide the FMA
+// latency; the last partial vector is done in scalar code.
+template <size_t kT, class Weights>
+HWY_INLINE void DotFloatTile(const Weights& weights, const float* HWY_RESTRICT x, size_t x_stride,
+                             size_t n, float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> df;
+  using V = hn::Vec<decltype(df)>;
+  const size_t lanes = hn::Lanes(df);
+  V acc0[kT], acc1[kT];
+  for (size_t t = 0; t < kT; ++t) acc0[t] = acc1[t] = hn::Zero(df);
+  size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const V w0 = weights.Vec(df, i);
+    const V w1 = weights.Vec(df, i + lanes);
+    for (size_t t = 0; t < kT; ++t) {
+      acc0[t] = hn::MulAdd(w0, hn::LoadU(df, x + t * x_stride + i), acc0[t]);
+      acc1[t] = hn::MulAdd(w1, hn::LoadU(df, x + t * x_stride + i + lanes), acc1[t]);
+    }
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const V w0 = weights.Vec(df, i);
+    for (size_t t = 0; t < kT; ++t) {
+      acc0[t] = hn::MulAdd(w0, hn::LoadU(df, x + t * x_stride + i), acc0[t]);
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) {
+    float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0[t], acc1[t])));
+    for (size_t j = i; j < n; ++j) sum += weights.Scalar(j) * x[t * x_stride + j];
+    out[t] = sum;
+  }
+}
+
 // out[t * kR + r] = sum_i W_r[i] * x[t * x_stride + i] for kR weight rows (row r at
 // weights[r]) and kT tokens: a register tile of kR * kT accumulators, so each converted weight
-// vector feeds kT FMAs and each activation vector kR (one row at a time would be bound by the
-// loads: two per FMA). The last partial vector is done in scalar code.
+// vector feeds kT FMAs and each activation vector kR (DotFloatTile's one row is bound by its
+// loads, two per FMA, once a tile has 4 tokens). The last partial vector is done in scalar code.
 template <size_t kR, size_t kT, class Weights>
 HWY_INLINE void DotFloatRowsTile(const Weights* weights, const float* HWY_RESTRICT x,
                                  size_t x_stride, size_t n, float* HWY_RESTRICT out) {
