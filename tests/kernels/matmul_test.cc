@@ -82,7 +82,7 @@ TEST_P(FloatMatmulTest, MatvecMatchesDoubleReference) {
   });
 }
 
-TEST_P(FloatMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatter) {
+TEST_P(FloatMatmulTest, MatmulAgreesWithMatvecPerTokenAndThreadCountDoesNotMatter) {
   const DType type = GetParam();
   if (!supports_weight_type(type)) GTEST_SKIP() << "type not supported yet";
   ThreadPool pool1(1), pool2(2);
@@ -95,9 +95,16 @@ TEST_P(FloatMatmulTest, MatmulEqualsMatvecPerTokenAndThreadCountDoesNotMatter) {
     matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y1.data(), pool1);
     expect_matches_reference(m, rows, cols, x, n_tokens, y);
     EXPECT_EQ(y, y1);
+    // F16 and BF16 decode streams a row at a time while prompts go in register tiles: the two
+    // sum in different orders, so they agree within rounding (each within 1e-5 of the exact sum
+    // of |w x|), not bit for bit; F32's fixed orders keep 1e-6.
     for (size_t t = 0; t < n_tokens; ++t) {
       std::vector<float> yt(rows);
-      matvec(type, m.bytes.data(), rows, cols, x.data() + t * cols, yt.data(), pool2);
+      const std::vector<float> xt(x.begin() + static_cast<long>(t * cols),
+                                  x.begin() + static_cast<long>((t + 1) * cols));
+      matvec(type, m.bytes.data(), rows, cols, xt.data(), yt.data(), pool2);
+      expect_matches_reference(m, rows, cols, xt, 1, yt);
+      if (type != DType::kF32) continue;
       for (size_t r = 0; r < rows; ++r) {
         EXPECT_NEAR(yt[r], y[t * rows + r], 1e-6 * (std::abs(yt[r]) + 1)) << t << " " << r;
       }
