@@ -15,6 +15,7 @@ packages=(
   libcpp-httplib-dev    # cpp-httplib: the HTTP client of the server's C++ tests
   libcurl4-openssl-dev  # libcurl: strata pull's downloads (resume, redirects, TLS, proxies)
   libedit-dev           # libedit: strata chat's line editing and history (BSD-licensed readline)
+  libjs-marked          # marked: the chat page renders answers' markdown (embedded at build time)
   libgtest-dev libgmock-dev  # GoogleTest: the test suite
   libbenchmark-dev      # Google Benchmark: kernel microbenchmarks
   clang-format          # formatting check (make format-check, run by CI)
