@@ -70,6 +70,7 @@ TEST(EvalTest, PerplexityOfATextMatchesLlamaPerplexity) {
   EvalOptions o;
   o.engine.model_path = kStories;
   o.engine.threads = 2;
+  o.engine.kv.attention = AttentionMode::kExact;  // the reference build's f16 accumulation
   o.text_path = "../shared/models/reference/perplexity/story.txt";
   o.chunk_tokens = want["n_ctx"];
   Result<EvalReport> r = run_eval(o);

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace strata {
@@ -70,19 +71,36 @@ class Terminal {
     return true;
   }
 
-  // The exit status once the process ends (at most 30 s), or -1.
+  // The exit status once the process ends (at most 30 s), or -1. Output read meanwhile is kept.
   int exit_code() {
-    for (int i = 0; i < 300; ++i) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
       char buffer[4096];
       pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) > 0 && read(fd_, buffer, sizeof buffer) > 0) continue;
+      if (poll(&p, 1, 100) > 0) {
+        const ssize_t n = read(fd_, buffer, sizeof buffer);
+        if (n > 0) {
+          seen_.append(buffer, static_cast<size_t>(n));
+          continue;
+        }
+      }
+      // The terminal hangs up a moment before the process can be reaped.
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         exited_ = true;
         return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return -1;
+  }
+
+  // Waits for the prompt, then a moment: libedit flushes what was typed before it set the
+  // terminal up for the line (TCSAFLUSH), as a person never types that fast.
+  bool wait_for_prompt() {
+    if (!wait_for("> ")) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return true;
   }
 
   const std::string& output() const { return seen_; }
@@ -112,18 +130,23 @@ const std::string kLeft = "\x1b[D", kUp = "\x1b[A";
 TEST_F(ChatReplTest, ArrowKeysEditAndRecallAndCommandsStayLocal) {
   Terminal t({"-m", kStories, "-n", "4", "--temp", "0"}, home_);
   ASSERT_TRUE(t.wait_for("/help lists the commands")) << t.output();
-  ASSERT_TRUE(t.wait_for("> ")) << t.output();
+  ASSERT_TRUE(t.wait_for_prompt()) << t.output();
   t.type("/help\r");
   ASSERT_TRUE(t.wait_for("/save FILE")) << t.output();
+  ASSERT_TRUE(t.wait_for_prompt()) << t.output();
   t.type("/bogus\r");
   ASSERT_TRUE(t.wait_for("unknown command /bogus")) << t.output();
+  ASSERT_TRUE(t.wait_for_prompt()) << t.output();
   t.type("abc" + kLeft + "X\r");  // the cursor goes back one: "abXc"
   ASSERT_TRUE(t.wait_for("tokens/s")) << t.output();
+  ASSERT_TRUE(t.wait_for_prompt()) << t.output();
   t.type(kUp + "\r");  // the last line entered, again
   ASSERT_TRUE(t.wait_for("tokens/s")) << t.output();
+  ASSERT_TRUE(t.wait_for_prompt()) << t.output();
   const fs::path saved = home_ / "conversation.json";
   t.type("/save " + saved.string() + "\r");
   ASSERT_TRUE(t.wait_for("(saved to")) << t.output();
+  ASSERT_TRUE(t.wait_for_prompt()) << t.output();
   t.type("/exit\r");
   EXPECT_EQ(t.exit_code(), 0) << t.output();
 
@@ -142,11 +165,12 @@ TEST_F(ChatReplTest, ArrowKeysEditAndRecallAndCommandsStayLocal) {
 
 TEST_F(ChatReplTest, ASixtyFourTokenContextSurvivesTenTurns) {
   Terminal t({"-m", kStories, "-c", "64", "-n", "8", "--temp", "0"}, home_);
-  ASSERT_TRUE(t.wait_for("> ")) << t.output();
   for (int turn = 0; turn < 10; ++turn) {
+    ASSERT_TRUE(t.wait_for_prompt()) << t.output();
     t.type("A dog ran.\r");
     ASSERT_TRUE(t.wait_for("tokens/s")) << "turn " << turn << ":\n" << t.output();
   }
+  ASSERT_TRUE(t.wait_for_prompt()) << t.output();
   t.type("/exit\r");
   EXPECT_EQ(t.exit_code(), 0) << t.output();
   EXPECT_NE(t.output().find("old messages dropped to fit the context"), std::string::npos);

@@ -37,6 +37,8 @@ class ReferenceTest : public ::testing::TestWithParam<std::string> {
     EngineOptions options;
     options.model_path = kModel;
     options.threads = 2;
+    // The reference build accumulated attention in f16: the mode that rounds as it did.
+    options.kv.attention = AttentionMode::kExact;
     Result<std::unique_ptr<Engine>> engine = Engine::create(options);
     ASSERT_TRUE(engine.ok()) << engine.error().message;
     engine_ = std::move(engine).value();
