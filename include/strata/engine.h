@@ -102,7 +102,8 @@ struct KvCachePolicy {
   // it is a choice of the cache's numerics, and it travels with the cache to kv::attend, the one
   // place that reads pages. kFast (prompt tiles in f32, as today's reference engine reads on
   // CPUs) is 3.5x faster over a 4K prompt than kExact, which rounds as the reference build that
-  // made stories260K's reference outputs did (f16 accumulation); decode reads the same in both.
+  // made stories260K's reference outputs did (f16 accumulation). Decode reads pages by block in
+  // f32 under kFast too (docs/numerics.md).
   AttentionMode attention = AttentionMode::kFast;
   SparseAttentionPolicy sparse;
 };
