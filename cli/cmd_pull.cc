@@ -30,16 +30,12 @@ struct PullFlags {
   bool force = false;
 };
 
-Error pull_error(ErrorCode code, std::string message) {
-  return make_error(code, std::move(message));
-}
-
 // hf://OWNER/REPO/PATH[@REVISION] as the hub serves it ($HF_ENDPOINT, as huggingface_hub reads
 // it, or https://huggingface.co); http(s) URLs as they are.
 Result<std::string> source_url(const std::string& source) {
   if (source.starts_with("http://") || source.starts_with("https://")) return source;
   if (!source.starts_with("hf://")) {
-    return pull_error(ErrorCode::kInvalidArgument,
+    return make_error(ErrorCode::kInvalidArgument,
                       "'" + source + "' is not hf://OWNER/REPO/FILE.gguf or an http(s) URL");
   }
   std::string rest = source.substr(5), revision = "main";
@@ -51,7 +47,7 @@ Result<std::string> source_url(const std::string& source) {
   const size_t repo_end =
       owner_end == std::string::npos ? owner_end : rest.find('/', owner_end + 1);
   if (repo_end == std::string::npos || repo_end + 1 >= rest.size()) {
-    return pull_error(ErrorCode::kInvalidArgument,
+    return make_error(ErrorCode::kInvalidArgument,
                       "'" + source + "' names no file: use hf://OWNER/REPO/FILE.gguf");
   }
   const char* endpoint = std::getenv("HF_ENDPOINT");
@@ -179,7 +175,7 @@ Result<std::string> sha256_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!in || !md || EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr) != 1) {
-    return pull_error(ErrorCode::kInternal, "cannot hash " + path);
+    return make_error(ErrorCode::kInternal, "cannot hash " + path);
   }
   std::string buffer(1 << 20, '\0');
   while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
@@ -204,7 +200,7 @@ bool is_sha256_hex(const std::string& s) {
 // One request from the bytes already in the .part file to the end.
 Status fetch(const std::string& url, Transfer& t) {
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) return pull_error(ErrorCode::kInternal, "libcurl failed to start");
+  if (!curl) return make_error(ErrorCode::kInternal, "libcurl failed to start");
   curl_slist* headers = nullptr;
   if (const char* token = std::getenv("HF_TOKEN"); token && *token) {
     headers = curl_slist_append(headers, ("Authorization: Bearer " + std::string(token)).c_str());
@@ -232,21 +228,21 @@ Status fetch(const std::string& url, Transfer& t) {
   const CURLcode code = curl_easy_perform(c);
   t.out.close();
   if (t.show_progress) std::fprintf(stderr, "\n");
-  if (!t.failure.empty()) return pull_error(ErrorCode::kInternal, t.failure);
+  if (!t.failure.empty()) return make_error(ErrorCode::kInternal, t.failure);
   if (t.status >= 400 || (code == CURLE_WRITE_ERROR && !t.started)) {
-    return pull_error(
+    return make_error(
         t.status == 404 || t.status == 401 ? ErrorCode::kNotFound : ErrorCode::kUnavailable,
         "HTTP " + std::to_string(t.status) + " for " + url +
             (t.status == 401 ? " (a gated model? set HF_TOKEN)" : ""));
   }
   if (code != CURLE_OK) {
-    return pull_error(ErrorCode::kUnavailable,
+    return make_error(ErrorCode::kUnavailable,
                       std::string(curl_easy_strerror(code)) + " after " +
                           human_bytes(static_cast<double>(t.offset + t.written)) +
                           "; run the same command again to resume");
   }
   if (t.total != 0 && t.offset + t.written != t.total) {
-    return pull_error(ErrorCode::kUnavailable,
+    return make_error(ErrorCode::kUnavailable,
                       "the connection ended at " + std::to_string(t.offset + t.written) + " of " +
                           std::to_string(t.total) + " bytes; run the same command again to resume");
   }
@@ -258,7 +254,7 @@ Status finish(const std::string& part, const std::string& final_path, const std:
   auto refuse = [&](const std::string& why) {
     std::error_code ec;
     fs::remove(part, ec);
-    return pull_error(ErrorCode::kInvalidFile, why + "; the download was removed");
+    return make_error(ErrorCode::kInvalidFile, why + "; the download was removed");
   };
   if (!expected.empty()) {
     STRATA_ASSIGN_OR_RETURN(const std::string actual, sha256_of(part));
@@ -271,7 +267,7 @@ Status finish(const std::string& part, const std::string& final_path, const std:
   if (std::string(magic, 4) != "GGUF") return refuse("the file is not GGUF (no 'GGUF' magic)");
   std::error_code ec;
   fs::rename(part, final_path, ec);
-  if (ec) return pull_error(ErrorCode::kInternal, "cannot move it to " + final_path);
+  if (ec) return make_error(ErrorCode::kInternal, "cannot move it to " + final_path);
   return ok_status();
 }
 
@@ -280,12 +276,12 @@ int pull(const PullFlags& f) {
   if (!url.ok()) return report(url.error());
   const std::string name = f.name.empty() ? default_name(*url) : f.name;
   if (name.empty() || name.find('/') != std::string::npos) {
-    return report(pull_error(ErrorCode::kInvalidArgument, "give the model a name: --name NAME"));
+    return report(make_error(ErrorCode::kInvalidArgument, "give the model a name: --name NAME"));
   }
   std::string expected = f.sha256;
   for (char& c : expected) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!expected.empty() && !is_sha256_hex(expected)) {
-    return report(pull_error(ErrorCode::kInvalidArgument, "--sha256 takes 64 hex digits"));
+    return report(make_error(ErrorCode::kInvalidArgument, "--sha256 takes 64 hex digits"));
   }
   const fs::path dir = models_dir();
   std::error_code ec;

@@ -252,11 +252,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                                        static_cast<size_t>(options.max_sequences)));
   impl->kv = std::make_unique<kv::KvManager>(kv_shape, kv_plan.arenas);
   impl->kv->cache().set_tiers(kv_plan.tiers);
-  // An encoder's queries all read their whole text: the tiles of the fast path serve them, and
-  // the exact path's rounding is the reference engine's decoder order, which it does not use for
-  // encoders either.
-  impl->kv->cache().set_attention_mode(
-      kv_attention_mode(c.causal ? options.kv.attention : AttentionMode::kFast));
+  impl->kv->cache().set_attention_mode(kv_attention_mode(options.kv.attention));
   impl->kv->cache().set_sparse(kv_sparse_policy(options.kv.sparse, kv_shape));
   if (fingerprint) {
     STRATA_RETURN_IF_ERROR(enable_prefix_cache(*impl->kv, *fingerprint, options, kv_shape));
@@ -417,10 +413,8 @@ EngineLoad Engine::load() const {
   load.prefix_cache_pages = cache.prefix_index().size();
   for (const engine::Sequence& s : im.sequences) {
     if (s.finished()) continue;
-    constexpr const char* kStates[] = {"waiting", "prefilling", "decoding", "preempted", ""};
-    load.sequences.push_back({s.id, kStates[static_cast<int>(s.status)], s.embed, s.n_prompt,
-                              s.n_cached, s.n_computed, s.embed ? 0 : s.n_generated(),
-                              s.max_length});
+    load.sequences.push_back({s.id, engine::status_name(s.status), s.embed, s.n_prompt, s.n_cached,
+                              s.n_computed, s.embed ? 0 : s.n_generated(), s.max_length});
   }
   load.spec_drafts = im.spec.drafts;
   load.spec_draft_tokens = im.spec.draft_tokens;

@@ -26,6 +26,23 @@ enum class SeqStatus {
   kFinished,    // done, for `finish` (stop, length, cancelled, error)
 };
 
+// "waiting", "prefilling", ...: as EngineLoad::Sequence::state reports it.
+inline const char* status_name(SeqStatus status) {
+  switch (status) {
+    case SeqStatus::kWaiting:
+      return "waiting";
+    case SeqStatus::kPrefilling:
+      return "prefilling";
+    case SeqStatus::kDecoding:
+      return "decoding";
+    case SeqStatus::kPreempted:
+      return "preempted";
+    case SeqStatus::kFinished:
+      break;
+  }
+  return "finished";
+}
+
 struct Sequence {
   uint64_t id = 0;              // also its KV sequence id
   std::vector<TokenId> tokens;  // prompt, then generated tokens
