@@ -15,6 +15,8 @@ std::string simd_targets_description();
 // every better one is disabled, for the whole process. False if this CPU offers no such target.
 // Kernels choose layouts by the target at hand, so call it before loading a model.
 bool disable_simd_targets_above(std::string_view best);
+// Undoes disable_simd_targets_above: dispatch goes back to the best target the CPU offers.
+void lift_simd_target_cap();
 
 // Bytes of physical memory (RAM) in this machine; 0 if the system does not say.
 size_t physical_memory_bytes();

@@ -23,7 +23,7 @@ TEST(CpuFeaturesTest, DispatchCanBeCappedAtEveryOfferedTarget) {
     std::string want;
     for (size_t j = i; j < names.size(); ++j) want += (j > i ? " " : "") + names[j];
     EXPECT_EQ(simd_targets_description(), want);
-    hwy::DisableTargets(0);
+    lift_simd_target_cap();
   }
   EXPECT_FALSE(disable_simd_targets_above("AVX9"));
   EXPECT_FALSE(disable_simd_targets_above(""));
