@@ -3,16 +3,20 @@
 // read baseline to quote GB/s against; and attention over a 2K-position prefill, the exact
 // position-by-position path against the tile kernel.
 //
-//   strata_kernel_bench --benchmark_filter=Matvec/q4_0
+//   strata_kernel_bench --benchmark_filter=Matvec/q4_0 [--simd=AVX2]
+//
+// --simd=TARGET caps the dispatch as `strata --simd` does (the AVX2 kernels on an AVX-512 CPU).
 //
 // Weights are spread over enough copies of the matrix (>= 256 MiB in all) that each iteration
 // reads from DRAM, not from the last-level cache, as decoding a real model does.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/aligned.h"
@@ -21,6 +25,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_tile.h"
 #include "kernels/matmul.h"
+#include "platform/cpu_features.h"
 #include "platform/thread_pool.h"
 
 namespace strata::kernels {
@@ -274,6 +279,15 @@ void register_benchmarks() {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (!arg.starts_with("--simd=")) continue;
+    if (!strata::disable_simd_targets_above(arg.substr(7))) {
+      std::fprintf(stderr, "no SIMD target '%s' here; this CPU offers %s\n", argv[i] + 7,
+                   strata::simd_targets_description().c_str());
+      return 2;
+    }
+  }
   strata::kernels::register_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

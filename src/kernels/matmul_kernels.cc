@@ -307,7 +307,7 @@ void InterleavedQ32(const uint8_t* w, size_t w_stride, size_t row_begin, size_t 
                     size_t cols, const uint8_t* act, size_t act_stride, size_t n_tokens, float* y,
                     size_t y_stride) {
   const size_t blocks = cols / kQK32;
-  ForEachGroupTile<ActBlockQ8, kMaxGroupTokens>(
+  ForEachGroupTile<ActBlockQ8, kMaxGroupTokens<kType>>(
       w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y, y_stride,
       [&]<size_t kT>(const uint8_t* g, const ActBlockQ8* const* a, float* out) {
         GroupQ32<kT, kType>(g, blocks, a, out, y_stride);

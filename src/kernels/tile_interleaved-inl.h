@@ -83,6 +83,7 @@ HWY_INLINE ScaleMinBytes Q4KScaleMinBytes(const LoadPlane& plane, int s) {
 
 // Tokens per pass: each token's accumulators must stay in the 32 vector registers. Q4_0 and
 // Q8_0 keep two per token; Q4_K (low and high nibbles) and Q6_K (four sub-blocks) keep more.
+template <DType kType>
 inline constexpr size_t kMaxGroupTokens = 8;
 inline constexpr size_t kMaxGroupTokensK = 4;
 
@@ -317,10 +318,12 @@ HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
 // |q| times a with a's sign flipped where q < 0, at most 2 * 128 * 127. Integer sums and f32
 // steps are those of the VNNI kernels, so all x86 targets give the same bits (tested). On Zen 4
 // these 256-bit kernels run as fast as the VNNI ones (llama-1b Q4_K_M pp512 310 vs 311 t/s).
-inline constexpr size_t kMaxGroupTokens = 2;  // 4 accumulators per token of the 16 registers
+// Q4_0 keeps two int16 sums per token (rows 0-7 and 8-15), the others four registers per token.
+template <DType kType>
+inline constexpr size_t kMaxGroupTokens = kType == DType::kQ5_0 ? 2 : 4;
 // The K kernels take one half of the rows at a time (2 accumulators per token); a block's quants
 // (2 KB) are still in L1 when the second half reads them.
-inline constexpr size_t kMaxGroupTokensK = 2;
+inline constexpr size_t kMaxGroupTokensK = 4;
 
 // y[t * y_stride + r] for the group's 16 rows r (rows 0-7 in acc[t][0], 8-15 in acc[t][1]).
 template <size_t kT>
@@ -361,8 +364,10 @@ HWY_INLINE ScaleMin8 Q4KScaleMin8(const uint8_t* planes, int s, size_t r) {
   return {_mm256_cvtepu8_epi32(bytes.scale), _mm256_cvtepu8_epi32(bytes.min)};
 }
 
-// The VNNI GroupQ4K's integer sums and f32 steps, rows 0-7 then 8-15 of each block; a nibble's
-// product pairs (at most 2 * 15 * 127) are multiplied by the sub-block scale in vpmaddwd.
+// The VNNI GroupQ4K's integer sums and f32 steps, rows 0-7 then 8-15 of each block. A nibble's
+// product pairs (at most 2 * 15 * 127 = 3810) are added in int16 over the 8 registers of a
+// sub-block (at most 30480 < 2^15), and only that sum is multiplied by the sub-block scale in
+// vpmaddwd: one vpaddw per register and token instead of vpmaddwd + vpaddd.
 template <size_t kT>
 HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* const* a,
                            float* y, size_t y_stride) {
@@ -380,8 +385,8 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
       for (size_t t = 0; t < kT; ++t) total[t] = _mm256_setzero_si256();
       // Chunk i holds sub-blocks 2i (low nibbles) and 2i + 1 (high nibbles).
       for (int i = 0; i < 4; ++i) {
-        const __m256i scale_lo = PairEpi16(Q4KScaleMin8(planes, 2 * i, r).scale);
-        const __m256i scale_hi = PairEpi16(Q4KScaleMin8(planes, 2 * i + 1, r).scale);
+        __m256i lo[kT], hi[kT];
+        for (size_t t = 0; t < kT; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
         for (size_t j = 0; j < 8; ++j) {
           const uint8_t* line = qs + 512 * i + 64 * j;
           if (r == 0) PrefetchAhead(line);
@@ -391,11 +396,15 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
           const __m256i u_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
           for (size_t t = 0; t < kT; ++t) {
             const int8_t* act = a[t][b].qs + 64 * i + 4 * j;
-            const __m256i lo = _mm256_maddubs_epi16(u_lo, Broadcast4x8(act));
-            const __m256i hi = _mm256_maddubs_epi16(u_hi, Broadcast4x8(act + 32));
-            total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(lo, scale_lo));
-            total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(hi, scale_hi));
+            lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(u_lo, Broadcast4x8(act)));
+            hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(u_hi, Broadcast4x8(act + 32)));
           }
+        }
+        const __m256i scale_lo = PairEpi16(Q4KScaleMin8(planes, 2 * i, r).scale);
+        const __m256i scale_hi = PairEpi16(Q4KScaleMin8(planes, 2 * i + 1, r).scale);
+        for (size_t t = 0; t < kT; ++t) {
+          total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(lo[t], scale_lo));
+          total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(hi[t], scale_hi));
         }
       }
       const __m256 d = LoadHalf8(gb, r), dmin = LoadHalf8(gb + 2 * kInterleaveRows, r);
@@ -494,10 +503,14 @@ HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
   StoreRowHalves<kT>(acc, y, y_stride);
 }
 
+// Q4_0's and Q5_0's product pairs are added in int16 over kPairsPerSum16 registers before
+// vpmaddwd widens them: at most 8 * 2 * 15 * 127 = 30480 and 4 * 2 * 31 * 127 = 31496 < 2^15.
+// Q8_0's pairs (up to 2 * 128 * 127) are widened one register at a time.
 template <size_t kT, DType kType>
 HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* const* a, float* y,
                            size_t y_stride) {
   constexpr bool kQ8 = kType == DType::kQ8_0, kQ5 = kType == DType::kQ5_0;
+  constexpr size_t kPairsPerSum16 = kQ5 ? 4 : 8;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i sign_bit = _mm256_set1_epi8(static_cast<char>(0x80));
   const __m256i ones = _mm256_set1_epi16(1);
@@ -513,9 +526,10 @@ HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* co
     PrefetchAhead(gb);
     const uint8_t* qh = gb + 2 * kInterleaveRows;
     const uint8_t* qs = qh + (kQ5 ? 4 * kInterleaveRows : 0);
-    __m256i isum[kT][2];
+    __m256i isum[kT][2], sum16[kT][2];
     for (size_t t = 0; t < kT; ++t) {
       isum[t][0] = isum[t][1] = _mm256_set1_epi32(kQ8 ? 0 : -kQuantOffset<kType> * a[t][b].sum);
+      sum16[t][0] = sum16[t][1] = _mm256_setzero_si256();
     }
     for (size_t e = 0; e < 8; ++e) {
       __m256i act[kT];
@@ -546,7 +560,20 @@ HWY_NOINLINE void GroupQ32(const uint8_t* w, size_t blocks, const ActBlockQ8* co
           __m256i at = act[t];
           if constexpr (kQ8) at = _mm256_sign_epi8(at, q);
           const __m256i pairs = _mm256_maddubs_epi16(u, at);
-          isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_madd_epi16(pairs, ones));
+          if constexpr (kQ8) {
+            isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_madd_epi16(pairs, ones));
+          } else {
+            sum16[t][h] = _mm256_add_epi16(sum16[t][h], pairs);
+          }
+        }
+      }
+      if constexpr (!kQ8) {
+        if ((e + 1) % kPairsPerSum16 != 0) continue;
+        for (size_t t = 0; t < kT; ++t) {
+          for (size_t h = 0; h < 2; ++h) {
+            isum[t][h] = _mm256_add_epi32(isum[t][h], _mm256_madd_epi16(sum16[t][h], ones));
+            sum16[t][h] = _mm256_setzero_si256();
+          }
         }
       }
     }
