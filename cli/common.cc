@@ -59,7 +59,7 @@ const std::map<std::string, KvPrecision> kKvTypes = [] {
   std::map<std::string, KvPrecision> names;
   for (KvPrecision p :
        {KvPrecision::kF16, KvPrecision::kF32, KvPrecision::kBF16, KvPrecision::kQ8_0,
-        KvPrecision::kQ4_0, KvPrecision::kR4, KvPrecision::kR3}) {
+        KvPrecision::kQ4_0, KvPrecision::kR4, KvPrecision::kR3, KvPrecision::kR8}) {
     names[kv_precision_name(p)] = p;
   }
   return names;
@@ -162,8 +162,8 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
   add_kv_type_option(
       sub, "--kv-type", [&options](KvPrecision p) { options.kv.hot = p; },
       "KV cache precision of every page (with --kv-tiers: of the hot tier): f16 (default), "
-      "f32, bf16, q8_0 or q4_0 (llama.cpp's -ctk/-ctv types), r4 or r3 (strata's rotated "
-      "4- and 3-bit formats)");
+      "f32, bf16, q8_0 or q4_0 (llama.cpp's -ctk/-ctv types), r8, r4 or r3 (strata's rotated "
+      "8-, 4- and 3-bit formats)");
   // llama.cpp's -ctk/-ctv: strata keeps keys and values of a page at one precision, so both
   // name it and must agree.
   auto typed = std::make_shared<std::optional<KvPrecision>>();

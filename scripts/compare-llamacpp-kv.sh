@@ -57,7 +57,7 @@ for type in q8_0 q4_0; do
     -ctk "$type" -ctv "$type" --kl-divergence-base "$OUT/base.kld" --kl-divergence \
     > "$OUT/llama-$type.log" 2>&1
 done
-for config in "q8_0:--kv-type q8_0" "q4_0:--kv-type q4_0" "r4:--kv-type r4" "r3:--kv-type r3" \
+for config in "q8_0:--kv-type q8_0" "r8:--kv-type r8" "q4_0:--kv-type q4_0" "r4:--kv-type r4" "r3:--kv-type r3" \
               "tiers:--kv-tiers default"; do
   name=${config%%:*}
   # shellcheck disable=SC2086  # the flags split into words on purpose
@@ -86,7 +86,7 @@ def strata(name):
     return {"ppl": s["perplexity"], "base": s["reference_perplexity"], "kld": s["kld_mean"],
             "top1": s["top1_agreement"], "positions": s["positions"]}
 
-rows = [("q8_0", "q8_0"), ("q4_0", "q4_0"), ("r4", None), ("r3", None),
+rows = [("q8_0", "q8_0"), ("r8", None), ("q4_0", "q4_0"), ("r4", None), ("r3", None),
         ("tiers default", None)]
 first = strata("q8_0")
 print(f"model: {model}, {chunk}-token chunks, {first['positions']} scored positions")

@@ -27,10 +27,11 @@ using TokenId = int32_t;
 // Storage precision of KV cache pages. f32, f16 and bf16 store elements; q8_0 and q4_0 are
 // GGML's blocks (llama.cpp's -ctk/-ctv types, 8.5 and 4.5 bits); r4 and r3 are strata's rotated
 // formats (a Hadamard rotation of each head, keys per channel and values per position, 4 and 3
-// bits plus scales: about 4.4 and 3.4 bits at head size 64).
-enum class KvPrecision { kF32, kF16, kBF16, kQ8_0, kQ4_0, kR4, kR3 };
+// bits plus scales: about 4.4 and 3.4 bits at head size 64); r8 is q8_0 in that rotated space
+// (8.5 bits, less error than q8_0: the rotation shrinks each block's largest element).
+enum class KvPrecision { kF32, kF16, kBF16, kQ8_0, kQ4_0, kR4, kR3, kR8 };
 
-// The command-line names: "f32", "f16", "bf16", "q8_0", "q4_0", "r4", "r3".
+// The command-line names: "f32", "f16", "bf16", "q8_0", "q4_0", "r4", "r3", "r8".
 const char* kv_precision_name(KvPrecision p);
 Result<KvPrecision> parse_kv_precision(std::string_view name);
 
@@ -88,7 +89,8 @@ struct SparseAttentionOverride {
 struct KvCachePolicy {
   // Precision of the pages being written (--kv-type), and without tiers of every page. f16
   // halves the cache and matches the reference engine's numerics; f32 accumulates attention
-  // exactly. A rotated type (r4, r3) alone means: written f16, each page re-encoded once full.
+  // exactly. A per-channel type (r4, r3) alone means: written f16, each page re-encoded once
+  // full; r8 is written as it is.
   KvPrecision hot = KvPrecision::kF16;
   // Older pages at lower precision (--kv-tiers). The pool then holds an arena per precision,
   // sized from the policy for `context` positions per sequence.

@@ -12,7 +12,7 @@ namespace {
 
 constexpr KvPrecision kAllPrecisions[] = {
     KvPrecision::kF32,  KvPrecision::kF16, KvPrecision::kBF16, KvPrecision::kQ8_0,
-    KvPrecision::kQ4_0, KvPrecision::kR4,  KvPrecision::kR3};
+    KvPrecision::kQ4_0, KvPrecision::kR4,  KvPrecision::kR3,   KvPrecision::kR8};
 
 Error tier_error(std::string_view spec, const std::string& why) {
   return make_error(ErrorCode::kInvalidArgument,
@@ -45,8 +45,9 @@ Result<KvPrecision> parse_kv_precision(std::string_view name) {
   for (KvPrecision p : kAllPrecisions) {
     if (name == kv_precision_name(p)) return p;
   }
-  return make_error(ErrorCode::kInvalidArgument, "unknown KV cache type '" + std::string(name) +
-                                                     "': use f16, bf16, f32, q8_0, q4_0, r4 or r3");
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown KV cache type '" + std::string(name) +
+                        "': use f16, bf16, f32, q8_0, q4_0, r8, r4 or r3");
 }
 
 KvTierPolicy default_kv_tiers() {
@@ -124,8 +125,8 @@ kv::KvPrecision usable(KvPrecision p, const kv::KvShape& shape) {
   if (kernels::kv_format_supports(k, shape.head_dim, shape.page_size)) return k;
   log_warn(std::string("KV type ") + kv_precision_name(p) + " cannot hold heads of " +
            std::to_string(shape.head_dim) + " in pages of " + std::to_string(shape.page_size) +
-           " (q8_0/q4_0 need heads of a multiple of 32; r4/r3 a power of two from 32, and pages "
-           "of a multiple of 32): using f16 for it");
+           " (q8_0/q4_0 need heads of a multiple of 32; r8 a power of two from 32; r4/r3 too, and "
+           "pages of a multiple of 32): using f16 for it");
   return kv::KvPrecision::kF16;
 }
 
@@ -157,6 +158,8 @@ kv::KvPrecision to_kv(KvPrecision p) {
       return kv::KvPrecision::kR4;
     case KvPrecision::kR3:
       return kv::KvPrecision::kR3;
+    case KvPrecision::kR8:
+      return kv::KvPrecision::kR8;
   }
   return kv::KvPrecision::kF16;
 }

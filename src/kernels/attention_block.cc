@@ -106,7 +106,8 @@ HWY_INLINE VC RowChunk(KvFormat f, const uint8_t* row, size_t head_dim, size_t d
       return hn::BitCast(dc, hn::ShiftLeft<16>(hn::PromoteTo(
                                  du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(row) + d))));
     }
-    case KvFormat::kQ8_0: {
+    case KvFormat::kQ8_0:
+    case KvFormat::kR8: {
       const uint8_t* block = row + d / 32 * 34;
       uint16_t dh;
       std::memcpy(&dh, block, 2);
@@ -193,12 +194,12 @@ void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n
   const BlockScratch s = carve(scratch, group, rows, head_dim);
   const auto* kb = static_cast<const uint8_t*>(keys);
   const auto* vb = static_cast<const uint8_t*>(values);
-  const bool rotated = kv_format_rotated(format);
+  const bool packed = kv_format_packs_codes(format);  // r8's rows read as q8_0's
   const float center = static_cast<float>(rotated_levels(format) - 1) / 2.0f;
   const size_t stride = s.rows_padded;
 
-  // Scores. Rotated keys: q_c s_c once per block, and the minima's part of q·k per head.
-  if (rotated) {
+  // Scores. Per-channel keys: q_c s_c once per block, and the minima's part of q·k per head.
+  if (packed) {
     RotatedKeyHeader header;
     std::memcpy(&header, kb, sizeof header);
     const float d_step = fp16_to_fp32(header.d_step), d_min = fp16_to_fp32(header.d_min);
@@ -225,7 +226,7 @@ void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n
   float* row_scale = s.row_scale;
   for (size_t t = 0; t < n; ++t) {
     uint16_t sh = 0x3C00;  // 1.0
-    if (rotated) std::memcpy(&sh, vb + t * value_row_bytes, 2);
+    if (packed) std::memcpy(&sh, vb + t * value_row_bytes, 2);
     row_scale[t] = fp16_to_fp32(sh);
   }
   for (size_t g = 0; g < group; ++g) {
@@ -241,7 +242,7 @@ void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n
       sum = hn::Add(sum, w);
       hn::StoreU(w, df, sg + t);
     }
-    for (size_t t = 0; t < n && rotated; ++t) sg[t] *= row_scale[t];
+    for (size_t t = 0; t < n && packed; ++t) sg[t] *= row_scale[t];
     st[g].sum = st[g].sum * s.alpha[g] + hn::GetLane(hn::SumOfLanes(df, sum));
     st[g].m = m;
     st[g].f16_accumulator = false;

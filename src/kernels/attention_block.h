@@ -5,7 +5,7 @@
 //   w_t = exp(s_t - m'),  sum' = sum * alpha + sum_t w_t,  acc' = acc * alpha + sum_t w_t v_t.
 // Rows are decoded one at a time into registers' worth of f32 (never a whole page into a
 // scratch copy), each key row once for all heads of the group:
-//   - q8_0, q4_0, bf16, f16, f32: the row's values;
+//   - q8_0, r8, q4_0, bf16, f16, f32: the row's values;
 //   - rotated keys (r4, r3): the row's codes, the query having folded in the block's per-channel
 //     steps and minima once (q·k = sum_c (q_c s_c) code_c + sum_c q_c m_c);
 //   - rotated values: code - center, the weight w_t taking the row's scale.

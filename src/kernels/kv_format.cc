@@ -23,7 +23,7 @@ struct NamedFormat {
 constexpr NamedFormat kNames[] = {{"f32", KvFormat::kF32},   {"f16", KvFormat::kF16},
                                   {"bf16", KvFormat::kBF16}, {"q8_0", KvFormat::kQ8_0},
                                   {"q4_0", KvFormat::kQ4_0}, {"r4", KvFormat::kR4},
-                                  {"r3", KvFormat::kR3}};
+                                  {"r3", KvFormat::kR3},     {"r8", KvFormat::kR8}};
 
 uint16_t fp32_to_bf16(float x) {
   const uint32_t bits = std::bit_cast<uint32_t>(x);
@@ -182,6 +182,7 @@ void decode_row(KvFormat f, const uint8_t* row, size_t head_dim, float* x) {
       }
       return;
     case KvFormat::kQ8_0:
+    case KvFormat::kR8:
       for (size_t b = 0; b < head_dim / kBlock32; ++b, row += kQ8_0Bytes) {
         uint16_t dh;
         std::memcpy(&dh, row, 2);
@@ -265,6 +266,8 @@ bool kv_format_supports(KvFormat f, size_t head_dim, size_t rows) {
     case KvFormat::kR4:
     case KvFormat::kR3:
       return head_dim >= 32 && std::has_single_bit(head_dim) && rows % 32 == 0;
+    case KvFormat::kR8:  // the Hadamard transform, then q8_0 blocks
+      return head_dim >= 32 && std::has_single_bit(head_dim);
     case KvFormat::kBF16:  // read by block only (kernels/attention_block.h)
       return head_dim % kBlockDimMultiple == 0;
     default:
@@ -281,6 +284,7 @@ size_t kv_row_bytes(KvFormat f, KvRole role, size_t head_dim) {
     case KvFormat::kBF16:
       return 2 * head_dim;
     case KvFormat::kQ8_0:
+    case KvFormat::kR8:
       return head_dim / kBlock32 * kQ8_0Bytes;
     case KvFormat::kQ4_0:
       return head_dim / kBlock32 * kQ4_0Bytes;
@@ -322,6 +326,7 @@ void kv_encode_row(KvFormat f, KvRole role, const float* x, size_t head_dim, voi
       }
       return;
     case KvFormat::kQ8_0:
+    case KvFormat::kR8:
       encode_q8_0(x, head_dim, out);
       return;
     case KvFormat::kQ4_0:

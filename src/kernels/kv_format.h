@@ -18,6 +18,8 @@
 //       are then 8 lanes of one multiply-add per channel (no horizontal sums).
 //     values, per position: a row is f16 scale, then codes; x = scale * (code - (L - 1) / 2)
 //       with L = 16 or 8 levels, the scale chosen for the least squared error.
+//   r8 (rotated)          8.5; q8_0's rows (keys and values, per position) in the rotated space:
+//                         the rotation shrinks each block's largest magnitude, the q8_0 step.
 //   Runs of n codes (a value row: n = head_dim; a key channel: n = rows): r4 packs code i and
 //   code i + n/2 in the low and high nibble of byte i; r3 has a 2-bit plane (code i's low bits in
 //   byte i % (n/4) at bit 2 * (i / (n/4))) then a 1-bit plane (code i's high bit at bit i of the
@@ -31,7 +33,7 @@
 
 namespace strata::kernels {
 
-enum class KvFormat : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kR4, kR3 };
+enum class KvFormat : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kR4, kR3, kR8 };
 
 enum class KvRole : uint8_t { kKeys, kValues };
 
@@ -45,7 +47,14 @@ const char* kv_format_name(KvFormat f);
 bool kv_format_from_name(const char* name, KvFormat* f);
 
 // Whether a format stores keys and values rotated (rotate_kv_head).
-constexpr bool kv_format_rotated(KvFormat f) { return f == KvFormat::kR4 || f == KvFormat::kR3; }
+constexpr bool kv_format_rotated(KvFormat f) {
+  return f == KvFormat::kR4 || f == KvFormat::kR3 || f == KvFormat::kR8;
+}
+// Whether a format packs low-bit codes (r4, r3): keys per channel under a block header, values
+// as a row scale then centred codes. r8 is rotated but keeps q8_0's rows.
+constexpr bool kv_format_packs_codes(KvFormat f) {
+  return f == KvFormat::kR4 || f == KvFormat::kR3;
+}
 // Whether a format can hold heads of head_dim in blocks of `rows` positions: q8_0 and q4_0 need
 // whole blocks of 32, the rotated formats a power of two of at least 32 (the Hadamard transform)
 // and rows a multiple of 32 (the code runs), bf16 a multiple of 8 (block reads).
@@ -53,7 +62,7 @@ bool kv_format_supports(KvFormat f, size_t head_dim, size_t rows);
 // Whether positions can be written one at a time (every format but the rotated formats' keys,
 // whose per-channel scales depend on every position of the block).
 constexpr bool kv_format_row_writable(KvFormat f, KvRole role) {
-  return !(kv_format_rotated(f) && role == KvRole::kKeys);
+  return !(kv_format_packs_codes(f) && role == KvRole::kKeys);
 }
 
 // Bytes of one block of `rows` positions.

@@ -23,7 +23,7 @@ using PageId = uint32_t;
 inline constexpr PageId kNoPage = UINT32_MAX;
 
 // Storage precision of a page: one of the block formats of kernels/kv_format.h (f32, f16, bf16,
-// q8_0, q4_0, and the rotated r4, r3). Each precision has its own arena in the pool, its own
+// q8_0, q4_0, and the rotated r8, r4, r3). Each precision has its own arena in the pool, its own
 // byte size and its own read path in attention, so a sequence may mix precisions (tiers).
 using KvPrecision = kernels::KvFormat;
 

@@ -168,7 +168,7 @@ Result<SavedPage> parse_saved_page(std::span<const uint8_t> in, const PageKey& r
       dims[2] != shape.n_kv_heads || dims[3] != shape.head_dim) {
     return foreign();
   }
-  if (precision > static_cast<uint32_t>(KvPrecision::kR3)) return broken("bad precision");
+  if (precision > static_cast<uint32_t>(KvPrecision::kR8)) return broken("bad precision");
   page.precision = static_cast<KvPrecision>(precision);
   page.entry.tokens.resize(shape.page_size);
   for (int32_t& t : page.entry.tokens) {
