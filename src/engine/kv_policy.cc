@@ -55,7 +55,7 @@ KvTierPolicy default_kv_tiers() {
   t.sink = 32;
   t.hot = 256;
   t.warm = KvPrecision::kR4;
-  t.warm_tokens = 1024;
+  t.warm_tokens = 4096;
   t.cold = KvPrecision::kR3;
   return t;
 }
