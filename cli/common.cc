@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "cli/model_store.h"
@@ -53,6 +56,26 @@ CLI::Option* add_named_option(CLI::App& sub, const std::string& name,
       .add_option_function<std::string>(
           name, [&names, set = std::move(set)](const std::string& v) { set(names.at(v)); }, help)
       ->check(CLI::IsMember(names));
+}
+
+// A byte count as people write it: "2G", "1.5GiB", "512M", "4096" (K, M, G, T are powers of
+// 1024, with or without a trailing "B" or "iB"); nullopt for anything else.
+std::optional<size_t> parse_byte_size(std::string_view text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || value < 0) return std::nullopt;
+  std::string unit(end, text.data() + text.size());
+  for (const char* tail : {"iB", "B"}) {
+    if (unit.size() > 1 && unit.ends_with(tail)) {
+      unit.resize(unit.size() - std::strlen(tail));
+      break;
+    }
+  }
+  static const std::map<std::string, double> kScale = {
+      {"", 1.0}, {"K", 0x1p10}, {"M", 0x1p20}, {"G", 0x1p30}, {"T", 0x1p40}};
+  auto it = kScale.find(unit);
+  if (it == kScale.end() || value * it->second > 0x1p62) return std::nullopt;
+  return static_cast<size_t>(value * it->second);
 }
 
 const std::map<std::string, KvPrecision> kKvTypes = [] {
@@ -195,6 +218,21 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
                  "sequences run while they are short: one short of pages waits, or the most "
                  "recently started is paused and recomputed later")
       ->check(CLI::NonNegativeNumber);
+  sub.add_option_function<std::string>(
+         "--kv-memory",
+         [&options](const std::string& text) {
+           const std::optional<size_t> bytes = parse_byte_size(text);
+           if (!bytes) {
+             throw CLI::ValidationError("--kv-memory", "'" + text +
+                                                           "' is not a size: write it as 2G, "
+                                                           "1.5GiB, 512M or a byte count");
+           }
+           options.kv.memory_bytes = *bytes;
+         },
+         "the most memory the KV cache may take, e.g. 2G, 1.5GiB or 512M (K/M/G are 1024's; "
+         "default: what fits beside the weights); a context that needs more is refused with "
+         "what --kv-tiers default would take instead")
+      ->type_name("SIZE");
   // Applied while the flags are parsed, so before any engine exists.
   sub.add_option_function<std::string>(
       "--simd",

@@ -100,6 +100,10 @@ struct KvCachePolicy {
   // recently admitted sequence is preempted (its pages freed, its keys and values recomputed
   // from its tokens later).
   int pages = 0;
+  // The most bytes the whole KV cache may take (--kv-memory); 0: what fits beside the weights in
+  // the machine's memory. A policy that needs more is refused at start, naming what it needs
+  // and what the default tiers would need instead.
+  size_t memory_bytes = 0;
   // How attention reads the pages. Here rather than in EngineOptions: like the precision above,
   // it is a choice of the cache's numerics, and it travels with the cache to kv::attend, the one
   // place that reads pages. kFast (prompt tiles in f32, as today's reference engine reads on

@@ -55,23 +55,61 @@ sampling::SamplingParams to_sampling_params(const SamplingOptions& o) {
 
 namespace {
 
+// A size for a message: GiB from one up, MiB below.
+std::string memory_size(double bytes) {
+  char text[32];
+  if (bytes >= 0x1p30) {
+    std::snprintf(text, sizeof text, "%.2f GiB", bytes / 0x1p30);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / 0x1p20);
+  }
+  return text;
+}
+
+// Bytes of a plan's arenas, in double: a huge context times many sequences could overflow size_t.
+double plan_bytes(const engine::KvPlan& plan, const kv::KvShape& shape) {
+  double bytes = 0;
+  for (const kv::ArenaSpec& a : plan.arenas) {
+    bytes +=
+        static_cast<double>(kv::page_bytes(shape, a.precision)) * static_cast<double>(a.n_pages);
+  }
+  return bytes;
+}
+
 // The KV cache is allocated whole when the engine starts; one that cannot fit beside the weights
 // in this machine's memory is refused with the figures, instead of failing to allocate (or
 // being killed when its pages are first touched).
 Status check_kv_fits(double kv_bytes, size_t weight_bytes, size_t context, size_t sequences) {
   const double memory = static_cast<double>(physical_memory_bytes());
   if (memory == 0 || kv_bytes + static_cast<double>(weight_bytes) <= memory) return ok_status();
-  auto gib = [](double bytes) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1 << 30));
-    return std::string(text);
-  };
   return make_error(ErrorCode::kOutOfRange,
                     "a context of " + std::to_string(context) + " tokens for " +
-                        std::to_string(sequences) + " sequence(s) needs " + gib(kv_bytes) +
-                        " of KV cache beside " + gib(static_cast<double>(weight_bytes)) +
-                        " of weights, more than this machine's " + gib(memory) +
+                        std::to_string(sequences) + " sequence(s) needs " + memory_size(kv_bytes) +
+                        " of KV cache beside " + memory_size(static_cast<double>(weight_bytes)) +
+                        " of weights, more than this machine's " + memory_size(memory) +
                         " of memory: lower the context size (-c) or the parallel sequences");
+}
+
+// --kv-memory: a cache over the budget is refused, naming what the default tiers would take.
+Status check_kv_budget(const engine::KvPlanInput& in, double kv_bytes) {
+  const double budget = static_cast<double>(in.policy.memory_bytes);
+  if (budget == 0 || kv_bytes <= budget) return ok_status();
+  std::string instead = "lower the context size (-c) or the parallel sequences";
+  engine::KvPlanInput tiered = in;
+  tiered.policy.tiers = default_kv_tiers();
+  tiered.policy.pages = 0;
+  if (Result<engine::KvPlan> plan = engine::plan_kv_cache(tiered); plan.ok()) {
+    const double bytes = plan_bytes(*plan, in.shape);
+    if (bytes < kv_bytes) {
+      instead = "--kv-tiers default would take " + memory_size(bytes) +
+                (bytes <= budget ? "" : " (also over it)") + "; or " + instead;
+    }
+  }
+  return make_error(ErrorCode::kOutOfRange, "a context of " + std::to_string(in.context) +
+                                                " tokens for " + std::to_string(in.sequences) +
+                                                " sequence(s) needs " + memory_size(kv_bytes) +
+                                                " of KV cache, more than --kv-memory " +
+                                                memory_size(budget) + ": " + instead);
 }
 
 kv::AttentionMode kv_attention_mode(AttentionMode mode) {
@@ -235,19 +273,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   impl->model->use_context(context);
   const size_t page = static_cast<size_t>(options.page_size);
   const kv::KvShape kv_shape = impl->model->kv_shape(page);
-  STRATA_ASSIGN_OR_RETURN(
-      const engine::KvPlan kv_plan,
-      engine::plan_kv_cache({.policy = options.kv,
-                             .shape = kv_shape,
-                             .context = context,
-                             .sequences = static_cast<size_t>(options.max_sequences),
-                             .batch_tokens = static_cast<size_t>(options.batch_tokens)}));
-  // In double: a huge context times many sequences could overflow size_t.
-  double kv_bytes = 0;
-  for (const kv::ArenaSpec& a : kv_plan.arenas) {
-    kv_bytes +=
-        static_cast<double>(kv::page_bytes(kv_shape, a.precision)) * static_cast<double>(a.n_pages);
-  }
+  const engine::KvPlanInput kv_input{.policy = options.kv,
+                                     .shape = kv_shape,
+                                     .context = context,
+                                     .sequences = static_cast<size_t>(options.max_sequences),
+                                     .batch_tokens = static_cast<size_t>(options.batch_tokens)};
+  STRATA_ASSIGN_OR_RETURN(const engine::KvPlan kv_plan, engine::plan_kv_cache(kv_input));
+  const double kv_bytes = plan_bytes(kv_plan, kv_shape);
+  STRATA_RETURN_IF_ERROR(check_kv_budget(kv_input, kv_bytes));
   STRATA_RETURN_IF_ERROR(check_kv_fits(kv_bytes, impl->model->weights().bytes, context,
                                        static_cast<size_t>(options.max_sequences)));
   impl->kv = std::make_unique<kv::KvManager>(kv_shape, kv_plan.arenas);

@@ -223,6 +223,18 @@ TEST(CliErrorsTest, BadSparseAttentionFlagsAreOneError) {
   std::filesystem::remove(prompts);
 }
 
+// KV cache flags: a bad type, a malformed tier spec, a size that is not one, and a budget the
+// cache does not fit in (its message names what it needs and what to do).
+TEST(CliErrorsTest, BadKvCacheFlagsAreOneError) {
+  expect_one_error({"run", "-m", kStories, "-p", "Once", "--kv-type", "q2"}, {"--kv-type", "q2"});
+  expect_one_error({"run", "-m", kStories, "-p", "Once", "--kv-tiers", "hot=abc"},
+                   {"--kv-tiers", "abc"});
+  expect_one_error({"run", "-m", kStories, "-p", "Once", "--kv-memory", "1.5x"},
+                   {"--kv-memory", "'1.5x' is not a size"});
+  expect_one_error({"run", "-m", kStories, "-p", "Once", "-c", "2048", "--kv-memory", "64K"},
+                   {"needs 1.2 MiB of KV cache", "more than --kv-memory 0.1 MiB", "-c"});
+}
+
 // strata embed: a model without pooling names --pooling; an empty file says there is nothing to
 // embed; with --pooling the same model embeds.
 TEST(CliErrorsTest, EmbedErrorsAreOneError) {

@@ -284,5 +284,34 @@ TEST(EngineTest, AKvCacheThatCannotFitIsRefusedWithWhatToChange) {
       << engine.error().message;
 }
 
+// --kv-memory: a cache over the budget is refused at start, naming what it needs and what the
+// default tiers would take; those tiers then start within the same budget. The testbed target
+// has heads of 64, which the rotated tiers can hold (stories260K's 8 fall back to f16).
+TEST(EngineTest, AKvCacheOverItsMemoryBudgetIsRefusedNamingTheTiersThatFit) {
+  EngineOptions options;
+  options.model_path = "models/testbed/target.gguf";
+  options.context = 8192;
+  options.kv.memory_bytes = size_t{8} << 20;  // f16 needs 24 MiB here, the default tiers ~6
+  Result<std::unique_ptr<Engine>> refused = Engine::create(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kOutOfRange);
+  const std::string& why = refused.error().message;
+  EXPECT_NE(why.find("more than --kv-memory 8.0 MiB"), std::string::npos) << why;
+  EXPECT_NE(why.find("--kv-tiers default would take"), std::string::npos) << why;
+  EXPECT_EQ(why.find("also over it"), std::string::npos) << why;
+
+  options.kv.tiers = default_kv_tiers();
+  Result<std::unique_ptr<Engine>> tiered = Engine::create(options);
+  ASSERT_TRUE(tiered.ok()) << tiered.error().message;
+  GenerationRequest request;
+  request.prompt = (*tiered)->tokenize("Once upon a time", true, false);
+  request.max_tokens = 8;
+  request.ignore_eos = true;
+  Result<GenerationStats> out =
+      (*tiered)->generate(request, [](const TokenEvent&) { return true; });
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(out->generated_tokens, 8u);
+}
+
 }  // namespace
 }  // namespace strata
