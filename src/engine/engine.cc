@@ -76,16 +76,22 @@ double plan_bytes(const engine::KvPlan& plan, const kv::KvShape& shape) {
   return bytes;
 }
 
+// "a context of N tokens for S sequence(s) needs X of KV cache": how a refused cache begins.
+std::string kv_cache_need(const engine::KvPlanInput& in, double kv_bytes) {
+  return "a context of " + std::to_string(in.context) + " tokens for " +
+         std::to_string(in.sequences) + " sequence(s) needs " + memory_size(kv_bytes) +
+         " of KV cache";
+}
+
 // The KV cache is allocated whole when the engine starts; one that cannot fit beside the weights
 // in this machine's memory is refused with the figures, instead of failing to allocate (or
 // being killed when its pages are first touched).
-Status check_kv_fits(double kv_bytes, size_t weight_bytes, size_t context, size_t sequences) {
+Status check_kv_fits(const engine::KvPlanInput& in, double kv_bytes, size_t weight_bytes) {
   const double memory = static_cast<double>(physical_memory_bytes());
   if (memory == 0 || kv_bytes + static_cast<double>(weight_bytes) <= memory) return ok_status();
   return make_error(ErrorCode::kOutOfRange,
-                    "a context of " + std::to_string(context) + " tokens for " +
-                        std::to_string(sequences) + " sequence(s) needs " + memory_size(kv_bytes) +
-                        " of KV cache beside " + memory_size(static_cast<double>(weight_bytes)) +
+                    kv_cache_need(in, kv_bytes) + " beside " +
+                        memory_size(static_cast<double>(weight_bytes)) +
                         " of weights, more than this machine's " + memory_size(memory) +
                         " of memory: lower the context size (-c) or the parallel sequences");
 }
@@ -105,11 +111,9 @@ Status check_kv_budget(const engine::KvPlanInput& in, double kv_bytes) {
                 (bytes <= budget ? "" : " (also over it)") + "; or " + instead;
     }
   }
-  return make_error(ErrorCode::kOutOfRange, "a context of " + std::to_string(in.context) +
-                                                " tokens for " + std::to_string(in.sequences) +
-                                                " sequence(s) needs " + memory_size(kv_bytes) +
-                                                " of KV cache, more than --kv-memory " +
-                                                memory_size(budget) + ": " + instead);
+  return make_error(ErrorCode::kOutOfRange, kv_cache_need(in, kv_bytes) +
+                                                ", more than --kv-memory " + memory_size(budget) +
+                                                ": " + instead);
 }
 
 kv::AttentionMode kv_attention_mode(AttentionMode mode) {
@@ -281,8 +285,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const engine::KvPlan kv_plan, engine::plan_kv_cache(kv_input));
   const double kv_bytes = plan_bytes(kv_plan, kv_shape);
   STRATA_RETURN_IF_ERROR(check_kv_budget(kv_input, kv_bytes));
-  STRATA_RETURN_IF_ERROR(check_kv_fits(kv_bytes, impl->model->weights().bytes, context,
-                                       static_cast<size_t>(options.max_sequences)));
+  STRATA_RETURN_IF_ERROR(check_kv_fits(kv_input, kv_bytes, impl->model->weights().bytes));
   impl->kv = std::make_unique<kv::KvManager>(kv_shape, kv_plan.arenas);
   impl->kv->cache().set_tiers(kv_plan.tiers);
   impl->kv->cache().set_attention_mode(kv_attention_mode(options.kv.attention));

@@ -56,11 +56,11 @@ constexpr bool kv_format_packs_codes(KvFormat f) {
   return f == KvFormat::kR4 || f == KvFormat::kR3;
 }
 // Whether a format can hold heads of head_dim in blocks of `rows` positions: q8_0 and q4_0 need
-// whole blocks of 32, the rotated formats a power of two of at least 32 (the Hadamard transform)
-// and rows a multiple of 32 (the code runs), bf16 a multiple of 8 (block reads).
+// whole blocks of 32, the rotated formats a power of two of at least 32 (the Hadamard transform),
+// r4 and r3 also rows a multiple of 32 (the code runs), bf16 a multiple of 8 (block reads).
 bool kv_format_supports(KvFormat f, size_t head_dim, size_t rows);
-// Whether positions can be written one at a time (every format but the rotated formats' keys,
-// whose per-channel scales depend on every position of the block).
+// Whether positions can be written one at a time (every format but r4's and r3's keys, whose
+// per-channel scales depend on every position of the block).
 constexpr bool kv_format_row_writable(KvFormat f, KvRole role) {
   return !(kv_format_packs_codes(f) && role == KvRole::kKeys);
 }

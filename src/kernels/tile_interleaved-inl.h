@@ -83,6 +83,7 @@ HWY_INLINE ScaleMinBytes Q4KScaleMinBytes(const LoadPlane& plane, int s) {
 
 // Tokens per pass: each token's accumulators must stay in the 32 vector registers. Q4_0 and
 // Q8_0 keep two per token; Q4_K (low and high nibbles) and Q6_K (four sub-blocks) keep more.
+// One count for every type here (the AVX2 kernels' count depends on the type).
 template <DType kType>
 inline constexpr size_t kMaxGroupTokens = 8;
 inline constexpr size_t kMaxGroupTokensK = 4;
@@ -318,11 +319,12 @@ HWY_NOINLINE void GroupQ6K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
 // |q| times a with a's sign flipped where q < 0, at most 2 * 128 * 127. Integer sums and f32
 // steps are those of the VNNI kernels, so all x86 targets give the same bits (tested). On Zen 4
 // these 256-bit kernels run as fast as the VNNI ones (llama-1b Q4_K_M pp512 310 vs 311 t/s).
-// Q4_0 keeps two int16 sums per token (rows 0-7 and 8-15), the others four registers per token.
+// Tokens per pass of the 16 registers: Q5_0's fifth-bit constants leave room for 2 tokens;
+// Q4_0 (two int16 sums per token) and Q8_0 (two int32 sums) take 4, measured faster than 2.
 template <DType kType>
 inline constexpr size_t kMaxGroupTokens = kType == DType::kQ5_0 ? 2 : 4;
-// The K kernels take one half of the rows at a time (2 accumulators per token); a block's quants
-// (2 KB) are still in L1 when the second half reads them.
+// The K kernels take one half of the rows at a time (one int32 total and, for Q4_K, two int16
+// sums per token); a block's quants (2 KB) are still in L1 when the second half reads them.
 inline constexpr size_t kMaxGroupTokensK = 4;
 
 // y[t * y_stride + r] for the group's 16 rows r (rows 0-7 in acc[t][0], 8-15 in acc[t][1]).
