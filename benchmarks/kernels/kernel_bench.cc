@@ -1,7 +1,8 @@
 // Kernel throughput: matvec GB/s of weight bytes per type (the decode bound), matmul with 64
 // tokens (prompt processing) and 16 (a decode step of 16 batched streams), and a STREAM-like
-// read baseline to quote GB/s against; and attention over a 2K-position prefill, the exact
-// position-by-position path against the tile kernel.
+// read baseline to quote GB/s against; attention over a 2K-position prefill, the exact
+// position-by-position path against the tile kernel; and a decode step's attention over 4K
+// positions in each KV format.
 //
 //   strata_kernel_bench --benchmark_filter=Matvec/q4_0 [--simd=AVX2]
 //
@@ -23,7 +24,9 @@
 #include "base/dtype.h"
 #include "base/fp16.h"
 #include "kernels/attention.h"
+#include "kernels/attention_block.h"
 #include "kernels/attention_tile.h"
+#include "kernels/kv_format.h"
 #include "kernels/matmul.h"
 #include "platform/cpu_features.h"
 #include "platform/thread_pool.h"
@@ -228,11 +231,55 @@ void BM_AttentionPrefill(benchmark::State& state) {
       static_cast<int64_t>(state.iterations() * kQueries * kHeads * (kCtx - kQueries / 2)));
 }
 
+// One decode step's attention for one KV head over 4,096 positions (128 pages of 32), its group
+// of 4 query heads (Llama 3.2 1B's shape, head_dim 64), in one KV format: the block kernel that
+// decode at depth spends its attention time in. Arg: the format (kernels/kv_format.h). One
+// thread; the pages (about 1 MiB in f16) stay in L2, so this measures the kernel, not DRAM.
+void BM_AttentionDecode(benchmark::State& state) {
+  constexpr size_t kCtx = 4096, kHeadDim = 64, kGroup = 4, kPage = 32;
+  const auto format = static_cast<KvFormat>(state.range(0));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  std::vector<float> x(kPage * kHeadDim);
+  const size_t key_bytes = kv_block_bytes(format, KvRole::kKeys, kPage, kHeadDim);
+  const size_t value_bytes = kv_block_bytes(format, KvRole::kValues, kPage, kHeadDim);
+  std::vector<uint8_t> keys(kCtx / kPage * key_bytes), values(kCtx / kPage * value_bytes);
+  for (size_t p = 0; p < kCtx / kPage; ++p) {
+    for (float& e : x) e = dist(rng);
+    kv_encode_block(format, KvRole::kKeys, x.data(), kPage, kPage, kHeadDim, &keys[p * key_bytes]);
+    for (float& e : x) e = dist(rng);
+    kv_encode_block(format, KvRole::kValues, x.data(), kPage, kPage, kHeadDim,
+                    &values[p * value_bytes]);
+  }
+  std::vector<float> q(kGroup * kHeadDim), out(q.size());
+  for (float& e : q) e = dist(rng);
+  std::vector<float> scratch(attend_block_scratch_floats(kGroup, kPage, kHeadDim));
+  for (auto _ : state) {
+    OnlineSoftmax st[kGroup];
+    std::fill(out.begin(), out.end(), 0.0f);
+    for (size_t p = 0; p < kCtx / kPage; ++p) {
+      attend_block(format, &keys[p * key_bytes], &values[p * value_bytes], kPage, kPage, kHeadDim,
+                   q.data(), kGroup, 0.125f, st, out.data(), scratch.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string(kv_format_name(format)) + " " + active_simd_target());
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kCtx));  // positions
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (keys.size() + values.size())));
+}
+
 void register_benchmarks() {
   benchmark::RegisterBenchmark("AttentionPrefill", BM_AttentionPrefill)
       ->ArgsProduct({{0, 1}, {1, 0}})
       ->ArgNames({"tile", "f16"})
       ->Unit(benchmark::kMillisecond);
+  for (KvFormat f : {KvFormat::kF16, KvFormat::kBF16, KvFormat::kQ8_0, KvFormat::kQ4_0,
+                     KvFormat::kR8, KvFormat::kR4, KvFormat::kR3}) {
+    benchmark::RegisterBenchmark("AttentionDecode", BM_AttentionDecode)
+        ->Arg(static_cast<int64_t>(f))
+        ->ArgName("format")
+        ->Unit(benchmark::kMicrosecond);
+  }
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)
       ->Arg(1)
       ->Arg(2)

@@ -1,6 +1,8 @@
-// kernels/attention_block.h with Highway runtime dispatch. The decoders and multiply-adds work
-// on 8 f32 lanes (at most: the code layouts give 8 codes per run of bytes, see kv_format.h;
-// head_dim and the rows of a rotated block are multiples of 8), the exp on the full width.
+// kernels/attention_block.h with Highway runtime dispatch. The format and the number of heads
+// are template arguments below the entry point, so no inner loop switches on either. Row
+// formats decode 16 f32 lanes at a time (8 where the head is not a multiple of 16), the rotated
+// codes 8 (the code layouts give 8 codes per run of bytes, see kv_format.h; head_dim and the rows
+// of a rotated block are multiples of 8), the exp runs on the full width.
 
 #include "kernels/attention_block.h"
 
@@ -56,133 +58,323 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
-using DC = hn::CappedTag<float, 8>;  // the decoders' lanes
-using VC = hn::Vec<DC>;
+// Lanes of the code decoders (r4 and r3): the code layouts give 8 codes per run of bytes.
+using DC = hn::CappedTag<float, 8>;
+// Lanes of the row formats' decoders: a q4_0 block's low or high nibbles are 16 values.
+using DR = hn::CappedTag<float, 16>;
 
-HWY_INLINE hn::Vec<hn::Rebind<int32_t, DC>> Bytes(const uint8_t* p) {
-  const hn::Rebind<uint8_t, DC> d8;
-  const hn::Rebind<int32_t, DC> di;
+template <class D>
+HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> Bytes(D, const uint8_t* p) {
+  const hn::Rebind<uint8_t, D> d8;
+  const hn::Rebind<int32_t, D> di;
   return hn::PromoteTo(di, hn::LoadU(d8, p));
 }
 
 // Codes [i, i + lanes) of a run of n rotated codes (kv_format.h's layouts; i a multiple of the
 // lanes, which are at most 8).
-HWY_INLINE hn::Vec<hn::Rebind<int32_t, DC>> Codes(KvFormat f, const uint8_t* codes, size_t n,
-                                                  size_t i) {
-  const hn::Rebind<int32_t, DC> di;
-  if (f == KvFormat::kR4) {
+template <KvFormat F, class D>
+HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> Codes(D d, const uint8_t* codes, size_t n, size_t i) {
+  static_assert(F == KvFormat::kR4 || F == KvFormat::kR3);
+  const hn::Rebind<int32_t, D> di;
+  if constexpr (F == KvFormat::kR4) {
     const size_t half = n / 2;
-    const auto bytes = Bytes(codes + i % half);
+    const auto bytes = Bytes(d, codes + i % half);
     return i < half ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
+  } else {
+    const size_t quarter = n / 4;
+    const auto low = hn::And(
+        hn::ShiftRightSame(Bytes(d, codes + i % quarter), static_cast<int>(2 * (i / quarter))),
+        hn::Set(di, 3));
+    uint32_t word;  // the high bits of codes [i - i % 32, + 32)
+    std::memcpy(&word, codes + quarter + i / 32 * 4, 4);
+    const auto shift = hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(i % 32)));
+    // The And keeps bit 0 of each lane's shift (arithmetic on int32 lanes, which changes no low
+    // bit).
+    const auto high =
+        hn::And(hn::Shr(hn::Set(di, static_cast<int32_t>(word)), shift), hn::Set(di, 1));
+    return hn::Or(low, hn::ShiftLeft<2>(high));
   }
-  const size_t quarter = n / 4;
-  const auto low =
-      hn::And(hn::ShiftRightSame(Bytes(codes + i % quarter), static_cast<int>(2 * (i / quarter))),
-              hn::Set(di, 3));
-  uint32_t word;  // the high bits of codes [i - i % 32, + 32)
-  std::memcpy(&word, codes + quarter + i / 32 * 4, 4);
-  const auto shift = hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(i % 32)));
-  // The And keeps bit 0 of each lane's shift (arithmetic on int32 lanes, which changes no low bit).
-  const auto high =
-      hn::And(hn::Shr(hn::Set(di, static_cast<int32_t>(word)), shift), hn::Set(di, 1));
-  return hn::Or(low, hn::ShiftLeft<2>(high));
 }
 
-// Elements [d, d + lanes) of a row of a row-writable format as f32 (d a multiple of the lanes).
+// Elements [i, i + lanes) of a row of a row-writable format as f32 (i a multiple of the lanes).
 // Rotated values: code - center (the row's scale is applied by the caller).
-HWY_INLINE VC RowChunk(KvFormat f, const uint8_t* row, size_t head_dim, size_t d, float center) {
-  const DC dc;
-  const hn::Rebind<int32_t, DC> di;
-  switch (f) {
-    case KvFormat::kF32:
-      return hn::LoadU(dc, reinterpret_cast<const float*>(row) + d);
-    case KvFormat::kF16: {
-      const hn::Rebind<hwy::float16_t, DC> dh;
-      return hn::PromoteTo(dc, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(row) + d));
-    }
-    case KvFormat::kBF16: {
-      const hn::Rebind<uint16_t, DC> d16;
-      const hn::Rebind<uint32_t, DC> du;
-      return hn::BitCast(dc, hn::ShiftLeft<16>(hn::PromoteTo(
-                                 du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(row) + d))));
-    }
-    case KvFormat::kQ8_0:
-    case KvFormat::kR8: {
-      const uint8_t* block = row + d / 32 * 34;
-      uint16_t dh;
-      std::memcpy(&dh, block, 2);
-      const hn::Rebind<int8_t, DC> d8;
-      const auto q =
-          hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block + 2 + d % 32)));
-      return hn::Mul(hn::ConvertTo(dc, q), hn::Set(dc, fp16_to_fp32(dh)));
-    }
-    case KvFormat::kQ4_0: {
-      const uint8_t* block = row + d / 32 * 18;
-      uint16_t dh;
-      std::memcpy(&dh, block, 2);
-      const size_t j = d % 32;
-      const auto bytes = Bytes(block + 2 + j % 16);
-      const auto q = j < 16 ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
-      return hn::Mul(hn::ConvertTo(dc, hn::Sub(q, hn::Set(di, 8))), hn::Set(dc, fp16_to_fp32(dh)));
-    }
-    case KvFormat::kR4:
-    case KvFormat::kR3:
-      return hn::Sub(hn::ConvertTo(dc, Codes(f, row + 2, head_dim, d)), hn::Set(dc, center));
+template <KvFormat F, class D>
+HWY_INLINE hn::Vec<D> RowChunk(D d, const uint8_t* row, size_t head_dim, size_t i, float center) {
+  const hn::Rebind<int32_t, D> di;
+  if constexpr (F == KvFormat::kF32) {
+    return hn::LoadU(d, reinterpret_cast<const float*>(row) + i);
+  } else if constexpr (F == KvFormat::kF16) {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(row) + i));
+  } else if constexpr (F == KvFormat::kBF16) {
+    const hn::Rebind<uint16_t, D> d16;
+    const hn::Rebind<uint32_t, D> du;
+    return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(
+                              du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(row) + i))));
+  } else if constexpr (F == KvFormat::kQ8_0 || F == KvFormat::kR8) {
+    const uint8_t* block = row + i / 32 * 34;
+    uint16_t dh;
+    std::memcpy(&dh, block, 2);
+    const hn::Rebind<int8_t, D> d8;
+    const auto q =
+        hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block + 2 + i % 32)));
+    return hn::Mul(hn::ConvertTo(d, q), hn::Set(d, fp16_to_fp32(dh)));
+  } else if constexpr (F == KvFormat::kQ4_0) {
+    const uint8_t* block = row + i / 32 * 18;
+    uint16_t dh;
+    std::memcpy(&dh, block, 2);
+    const size_t j = i % 32;
+    const auto bytes = Bytes(d, block + 2 + j % 16);
+    const auto q = j < 16 ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
+    return hn::Mul(hn::ConvertTo(d, hn::Sub(q, hn::Set(di, 8))), hn::Set(d, fp16_to_fp32(dh)));
+  } else {
+    return hn::Sub(hn::ConvertTo(d, Codes<F>(d, row + 2, head_dim, i)), hn::Set(d, center));
   }
-  return hn::Zero(dc);
 }
 
-// Heads handled together: each decoded chunk feeds this many accumulators.
-constexpr size_t kHeads = 4;
+// Lane i of the result is the sum of v[i]'s lanes (v holds as many vectors as a vector has
+// lanes): neighbouring lanes added pairwise log2(lanes) times, each step packing two vectors'
+// sums into one. 3 (lanes - 1) operations for all the sums, against a reduction of log2(lanes)
+// shuffles and adds per vector.
+template <class D>
+HWY_INLINE hn::Vec<D> SumOfEachVector(D d, hn::Vec<D>* v) {
+#if HWY_TARGET != HWY_SCALAR  // one lane: v[0] is its own sum
+  for (size_t width = hn::MaxLanes(d); width > 1; width /= 2) {
+    for (size_t i = 0; i < width / 2; ++i) {
+      v[i] = hn::Add(hn::ConcatEven(d, v[2 * i + 1], v[2 * i]),
+                     hn::ConcatOdd(d, v[2 * i + 1], v[2 * i]));
+    }
+  }
+#endif
+  return v[0];
+}
 
-// Scores of a rotated key block: for 8 positions at a time, one multiply-add per channel and
-// head with the channel's codes (the steps already folded into qk), plus the minima's part.
-HWY_INLINE void RotatedKeyScores(KvFormat f, const uint8_t* codes, size_t n, size_t rows,
-                                 size_t head_dim, const float* qk, const float* bias, size_t group,
-                                 float scale, float* scores, size_t stride) {
+// Scores of kH heads (q rows head_dim apart) against a block of row-writable keys. A register of
+// lanes covers P positions x kH heads (kH = 3 padded to 4): each position's row is decoded a
+// chunk at a time and multiplied into its kH accumulators, and one SumOfEachVector turns the
+// P * kH accumulators into their P * kH sums. Positions past n in the last group re-read row
+// n - 1 (its bytes exist) and are dropped.
+template <KvFormat F, size_t kH, class D>
+HWY_INLINE void RowKeyScores(D d, const uint8_t* keys, size_t n, size_t head_dim, const float* q,
+                             float scale, float* scores, size_t stride) {
+  using V = hn::Vec<D>;
+  constexpr size_t kLanes = hn::MaxLanes(D());
+  constexpr size_t kPadded = kH == 3 ? 4 : kH;
+  constexpr bool kTree = kLanes >= kPadded;  // false only on 1- or 2-lane targets
+  constexpr size_t kPositions = kTree ? kLanes / kPadded : 1;
+  const size_t row_bytes = kv_row_bytes(F, KvRole::kKeys, head_dim);
+  HWY_ALIGN float sums[kTree ? kLanes : kPadded];
+  for (size_t t0 = 0; t0 < n; t0 += kPositions) {
+    V a[kPositions * kPadded];
+    for (V& x : a) x = hn::Zero(d);
+    const uint8_t* row[kPositions];
+    for (size_t p = 0; p < kPositions; ++p) row[p] = keys + std::min(t0 + p, n - 1) * row_bytes;
+    for (size_t i = 0; i < head_dim; i += kLanes) {
+      for (size_t p = 0; p < kPositions; ++p) {
+        const V k = RowChunk<F>(d, row[p], head_dim, i, 0.0f);
+        for (size_t j = 0; j < kH; ++j) {
+          a[p * kPadded + j] =
+              hn::MulAdd(hn::LoadU(d, q + j * head_dim + i), k, a[p * kPadded + j]);
+        }
+      }
+    }
+    if constexpr (kTree) {
+      hn::Store(hn::Mul(SumOfEachVector(d, a), hn::Set(d, scale)), d, sums);
+    } else {
+      for (size_t j = 0; j < kPadded; ++j) sums[j] = hn::GetLane(hn::SumOfLanes(d, a[j])) * scale;
+    }
+    for (size_t p = 0; p < kPositions && t0 + p < n; ++p) {
+      for (size_t j = 0; j < kH; ++j) scores[j * stride + t0 + p] = sums[p * kPadded + j];
+    }
+  }
+}
+
+// Scores of kH heads against a rotated key block: for 8 positions at a time, one multiply-add
+// per channel and head with the channel's codes (the steps already folded into qk), plus the
+// minima's part.
+template <KvFormat F, size_t kH>
+HWY_INLINE void RotatedKeyScores(const uint8_t* codes, size_t n, size_t rows, size_t head_dim,
+                                 const float* qk, const float* bias, float scale, float* scores,
+                                 size_t stride) {
   const DC dc;
-  const size_t channel_bytes = rotated_code_bytes(f, rows);
+  using V = hn::Vec<DC>;
+  const size_t channel_bytes = rotated_code_bytes(F, rows);
   for (size_t t0 = 0; t0 < n; t0 += hn::Lanes(dc)) {
-    for (size_t g0 = 0; g0 < group; g0 += kHeads) {
-      const size_t heads = std::min(kHeads, group - g0);
-      VC acc[kHeads];
-      for (size_t j = 0; j < kHeads; ++j) acc[j] = hn::Zero(dc);
-      for (size_t c = 0; c < head_dim; ++c) {
-        const VC code = hn::ConvertTo(dc, Codes(f, codes + c * channel_bytes, rows, t0));
-        for (size_t j = 0; j < heads; ++j) {
-          acc[j] = hn::MulAdd(hn::Set(dc, qk[(g0 + j) * head_dim + c]), code, acc[j]);
-        }
+    V acc[kH];
+    for (V& x : acc) x = hn::Zero(dc);
+    for (size_t c = 0; c < head_dim; ++c) {
+      const V code = hn::ConvertTo(dc, Codes<F>(dc, codes + c * channel_bytes, rows, t0));
+      for (size_t j = 0; j < kH; ++j) {
+        acc[j] = hn::MulAdd(hn::Set(dc, qk[j * head_dim + c]), code, acc[j]);
       }
-      for (size_t j = 0; j < heads; ++j) {
-        const VC s = hn::Mul(hn::Add(acc[j], hn::Set(dc, bias[g0 + j])), hn::Set(dc, scale));
-        hn::StoreU(s, dc, scores + (g0 + j) * stride + t0);
-      }
+    }
+    for (size_t j = 0; j < kH; ++j) {
+      const V s = hn::Mul(hn::Add(acc[j], hn::Set(dc, bias[j])), hn::Set(dc, scale));
+      hn::StoreU(s, dc, scores + j * stride + t0);
     }
   }
 }
 
-// Scores of a row-writable key block: per position, chunks of the row against each head.
-HWY_INLINE void RowKeyScores(KvFormat f, const uint8_t* rows_data, size_t n, size_t head_dim,
-                             const float* q, size_t group, float scale, float* scores,
-                             size_t stride) {
-  const DC dc;
-  const size_t row_bytes = kv_row_bytes(f, KvRole::kKeys, head_dim);
-  for (size_t t = 0; t < n; ++t) {
-    const uint8_t* row = rows_data + t * row_bytes;
-    for (size_t g0 = 0; g0 < group; g0 += kHeads) {
-      const size_t heads = std::min(kHeads, group - g0);
-      VC acc[kHeads];
-      for (size_t j = 0; j < kHeads; ++j) acc[j] = hn::Zero(dc);
-      for (size_t d = 0; d < head_dim; d += hn::Lanes(dc)) {
-        const VC k = RowChunk(f, row, head_dim, d, 0.0f);
-        for (size_t j = 0; j < heads; ++j) {
-          acc[j] = hn::MulAdd(hn::LoadU(dc, q + (g0 + j) * head_dim + d), k, acc[j]);
-        }
-      }
-      for (size_t j = 0; j < heads; ++j) {
-        scores[(g0 + j) * stride + t] = hn::GetLane(hn::SumOfLanes(dc, acc[j])) * scale;
-      }
+// Accumulators the value pass keeps in registers (x86 below AVX-512 has 16 vector registers,
+// the rest 32), leaving room for the decoded chunks and the weight.
+constexpr size_t kValueAccumulators = HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3 ? 8 : 16;
+
+// acc[j] = acc[j] * alpha[j] + sum_t w[j][t] v_t over dimensions [i, i + kChunks * lanes) for
+// kH heads: their accumulators stay in registers while the positions stream by, and each
+// position's chunks are decoded once for all kH heads.
+template <KvFormat F, size_t kH, size_t kChunks, class D>
+HWY_INLINE void ValueChunks(D d, const uint8_t* values, size_t n, size_t head_dim, size_t i,
+                            const float* w, size_t stride, const float* alpha, float center,
+                            float* acc) {
+  using V = hn::Vec<D>;
+  constexpr size_t kLanes = hn::MaxLanes(D());
+  const size_t row_bytes = kv_row_bytes(F, KvRole::kValues, head_dim);
+  V a[kH * kChunks];
+  for (size_t j = 0; j < kH; ++j) {
+    for (size_t c = 0; c < kChunks; ++c) {
+      a[j * kChunks + c] =
+          hn::Mul(hn::LoadU(d, acc + j * head_dim + i + c * kLanes), hn::Set(d, alpha[j]));
     }
+  }
+  for (size_t t = 0; t < n; ++t) {
+    V v[kChunks];
+    for (size_t c = 0; c < kChunks; ++c) {
+      v[c] = RowChunk<F>(d, values + t * row_bytes, head_dim, i + c * kLanes, center);
+    }
+    for (size_t j = 0; j < kH; ++j) {
+      const V wj = hn::Set(d, w[j * stride + t]);
+      for (size_t c = 0; c < kChunks; ++c)
+        a[j * kChunks + c] = hn::MulAdd(wj, v[c], a[j * kChunks + c]);
+    }
+  }
+  for (size_t j = 0; j < kH; ++j) {
+    for (size_t c = 0; c < kChunks; ++c) {
+      hn::StoreU(a[j * kChunks + c], d, acc + j * head_dim + i + c * kLanes);
+    }
+  }
+}
+
+template <KvFormat F, size_t kH, class D>
+HWY_INLINE void Values(D d, const uint8_t* values, size_t n, size_t head_dim, const float* w,
+                       size_t stride, const float* alpha, float center, float* acc) {
+  constexpr size_t kLanes = hn::MaxLanes(D());
+  constexpr size_t kPadded = kH == 3 ? 4 : kH;
+  constexpr size_t kChunks = std::clamp<size_t>(kValueAccumulators / kPadded, 1, 4);
+  size_t i = 0;
+  for (; i + kChunks * kLanes <= head_dim; i += kChunks * kLanes) {
+    ValueChunks<F, kH, kChunks>(d, values, n, head_dim, i, w, stride, alpha, center, acc);
+  }
+  for (; i < head_dim; i += kLanes) {
+    ValueChunks<F, kH, 1>(d, values, n, head_dim, i, w, stride, alpha, center, acc);
+  }
+}
+
+// The block for kH heads of the group (their queries q, scratch and state at offset 0).
+template <KvFormat F, size_t kH, class D>
+HWY_INLINE void AttendHeads(D d, const uint8_t* kb, const uint8_t* vb, size_t n, size_t rows,
+                            size_t head_dim, const float* q, float scale, OnlineSoftmax* st,
+                            float* acc, const BlockScratch& s, size_t g0) {
+  constexpr bool kPacked = kv_format_packs_codes(F);  // r8's rows read as q8_0's
+  const size_t stride = s.rows_padded;
+  float* scores = s.scores + g0 * stride;
+  float* alpha = s.alpha + g0;
+
+  // Scores. Per-channel keys: q_c s_c once per block, and the minima's part of q·k per head.
+  if constexpr (kPacked) {
+    RotatedKeyHeader header;
+    std::memcpy(&header, kb, sizeof header);
+    const float d_step = fp16_to_fp32(header.d_step), d_min = fp16_to_fp32(header.d_min);
+    const uint8_t* sc = kb + sizeof header;
+    const auto* mn = reinterpret_cast<const int8_t*>(sc + head_dim);
+    float* qk = s.qk + g0 * head_dim;
+    float* bias = s.bias + g0;
+    for (size_t j = 0; j < kH; ++j) {
+      float b = 0.0f;
+      for (size_t c = 0; c < head_dim; ++c) {
+        qk[j * head_dim + c] = q[j * head_dim + c] * (d_step * static_cast<float>(sc[c]));
+        b += q[j * head_dim + c] * (d_min * static_cast<float>(mn[c]));
+      }
+      bias[j] = b;
+    }
+    RotatedKeyScores<F, kH>(kb + rotated_key_header_bytes(head_dim), n, rows, head_dim, qk, bias,
+                            scale, scores, stride);
+  } else {
+    RowKeyScores<F, kH>(d, kb, n, head_dim, q, scale, scores, stride);
+  }
+
+  // Softmax weights, one rescale per head; a rotated value row's scale joins its weight.
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  for (size_t j = 0; j < kH; ++j) {
+    float* sg = scores + j * stride;
+    std::fill(sg + n, sg + stride, -std::numeric_limits<float>::infinity());
+    float m = st[j].m;
+    for (size_t t = 0; t < n; ++t) m = std::max(m, sg[t]);
+    alpha[j] = std::exp(st[j].m - m);
+    const VF vm = hn::Set(df, m);
+    VF sum = hn::Zero(df);
+    for (size_t t = 0; t < stride; t += lanes) {
+      const VF w = ExpPoly(df, hn::Sub(hn::LoadU(df, sg + t), vm));
+      sum = hn::Add(sum, w);
+      hn::StoreU(w, df, sg + t);
+    }
+    if constexpr (kPacked) {
+      for (size_t t = 0; t < n; ++t) sg[t] *= s.row_scale[t];
+    }
+    st[j].sum = st[j].sum * alpha[j] + hn::GetLane(hn::SumOfLanes(df, sum));
+    st[j].m = m;
+    st[j].f16_accumulator = false;
+  }
+
+  // Values: acc = acc * alpha + sum_t w_t v_t.
+  const float center = static_cast<float>(rotated_levels(F) - 1) / 2.0f;
+  Values<F, kH>(d, vb, n, head_dim, scores, stride, alpha, center, acc);
+}
+
+// The group in runs of at most 4 heads, each run's head count a template argument, so that no
+// loop over heads or dimensions branches on a count inside.
+template <KvFormat F, class D>
+HWY_INLINE void AttendGroup(D d, const uint8_t* kb, const uint8_t* vb, size_t n, size_t rows,
+                            size_t head_dim, const float* q, size_t group, float scale,
+                            OnlineSoftmax* st, float* acc, const BlockScratch& s) {
+  if constexpr (kv_format_packs_codes(F)) {
+    const size_t value_row_bytes = kv_row_bytes(F, KvRole::kValues, head_dim);
+    for (size_t t = 0; t < n; ++t) {
+      uint16_t sh;
+      std::memcpy(&sh, vb + t * value_row_bytes, 2);
+      s.row_scale[t] = fp16_to_fp32(sh);
+    }
+  }
+  for (size_t g0 = 0; g0 < group; g0 += 4) {
+    const size_t o = g0 * head_dim;
+    switch (std::min<size_t>(4, group - g0)) {
+      case 1:
+        AttendHeads<F, 1>(d, kb, vb, n, rows, head_dim, q + o, scale, st + g0, acc + o, s, g0);
+        break;
+      case 2:
+        AttendHeads<F, 2>(d, kb, vb, n, rows, head_dim, q + o, scale, st + g0, acc + o, s, g0);
+        break;
+      case 3:
+        AttendHeads<F, 3>(d, kb, vb, n, rows, head_dim, q + o, scale, st + g0, acc + o, s, g0);
+        break;
+      default:
+        AttendHeads<F, 4>(d, kb, vb, n, rows, head_dim, q + o, scale, st + g0, acc + o, s, g0);
+        break;
+    }
+  }
+}
+
+template <KvFormat F>
+HWY_INLINE void AttendFormat(const uint8_t* kb, const uint8_t* vb, size_t n, size_t rows,
+                             size_t head_dim, const float* q, size_t group, float scale,
+                             OnlineSoftmax* st, float* acc, const BlockScratch& s) {
+  // Rows decode 16 lanes at a time where the head is a multiple of them, else 8 (the multiple
+  // every block format's head has); codes always 8.
+  const DR dr;
+  if (!kv_format_packs_codes(F) && head_dim % hn::Lanes(dr) == 0) {
+    AttendGroup<F>(dr, kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+  } else {
+    AttendGroup<F>(DC(), kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
   }
 }
 
@@ -194,78 +386,23 @@ void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n
   const BlockScratch s = carve(scratch, group, rows, head_dim);
   const auto* kb = static_cast<const uint8_t*>(keys);
   const auto* vb = static_cast<const uint8_t*>(values);
-  const bool packed = kv_format_packs_codes(format);  // r8's rows read as q8_0's
-  const float center = static_cast<float>(rotated_levels(format) - 1) / 2.0f;
-  const size_t stride = s.rows_padded;
-
-  // Scores. Per-channel keys: q_c s_c once per block, and the minima's part of q·k per head.
-  if (packed) {
-    RotatedKeyHeader header;
-    std::memcpy(&header, kb, sizeof header);
-    const float d_step = fp16_to_fp32(header.d_step), d_min = fp16_to_fp32(header.d_min);
-    const uint8_t* sc = kb + sizeof header;
-    const auto* mn = reinterpret_cast<const int8_t*>(sc + head_dim);
-    for (size_t g = 0; g < group; ++g) {
-      float b = 0.0f;
-      for (size_t c = 0; c < head_dim; ++c) {
-        s.qk[g * head_dim + c] = q[g * head_dim + c] * (d_step * static_cast<float>(sc[c]));
-        b += q[g * head_dim + c] * (d_min * static_cast<float>(mn[c]));
-      }
-      s.bias[g] = b;
-    }
-    RotatedKeyScores(format, kb + rotated_key_header_bytes(head_dim), n, rows, head_dim, s.qk,
-                     s.bias, group, scale, s.scores, stride);
-  } else {
-    RowKeyScores(format, kb, n, head_dim, q, group, scale, s.scores, stride);
-  }
-
-  // Softmax weights, one rescale per head; a rotated value row's scale joins its weight.
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  const size_t value_row_bytes = kv_row_bytes(format, KvRole::kValues, head_dim);
-  float* row_scale = s.row_scale;
-  for (size_t t = 0; t < n; ++t) {
-    uint16_t sh = 0x3C00;  // 1.0
-    if (packed) std::memcpy(&sh, vb + t * value_row_bytes, 2);
-    row_scale[t] = fp16_to_fp32(sh);
-  }
-  for (size_t g = 0; g < group; ++g) {
-    float* sg = s.scores + g * stride;
-    std::fill(sg + n, sg + stride, -std::numeric_limits<float>::infinity());
-    float m = st[g].m;
-    for (size_t t = 0; t < n; ++t) m = std::max(m, sg[t]);
-    s.alpha[g] = std::exp(st[g].m - m);
-    const VF vm = hn::Set(df, m);
-    VF sum = hn::Zero(df);
-    for (size_t t = 0; t < stride; t += lanes) {
-      const VF w = ExpPoly(df, hn::Sub(hn::LoadU(df, sg + t), vm));
-      sum = hn::Add(sum, w);
-      hn::StoreU(w, df, sg + t);
-    }
-    for (size_t t = 0; t < n && packed; ++t) sg[t] *= row_scale[t];
-    st[g].sum = st[g].sum * s.alpha[g] + hn::GetLane(hn::SumOfLanes(df, sum));
-    st[g].m = m;
-    st[g].f16_accumulator = false;
-  }
-
-  // Values: acc = acc * alpha + sum_t w_t v_t, a vector of dimensions of up to 4 heads in
-  // registers while the positions stream by.
-  const DC dc;
-  for (size_t d = 0; d < head_dim; d += hn::Lanes(dc)) {
-    for (size_t g0 = 0; g0 < group; g0 += kHeads) {
-      const size_t heads = std::min(kHeads, group - g0);
-      VC a[kHeads];
-      for (size_t j = 0; j < heads; ++j) {
-        a[j] = hn::Mul(hn::LoadU(dc, acc + (g0 + j) * head_dim + d), hn::Set(dc, s.alpha[g0 + j]));
-      }
-      for (size_t t = 0; t < n; ++t) {
-        const VC v = RowChunk(format, vb + t * value_row_bytes, head_dim, d, center);
-        for (size_t j = 0; j < heads; ++j) {
-          a[j] = hn::MulAdd(hn::Set(dc, s.scores[(g0 + j) * stride + t]), v, a[j]);
-        }
-      }
-      for (size_t j = 0; j < heads; ++j) hn::StoreU(a[j], dc, acc + (g0 + j) * head_dim + d);
-    }
+  switch (format) {
+    case KvFormat::kF32:
+      return AttendFormat<KvFormat::kF32>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+    case KvFormat::kF16:
+      return AttendFormat<KvFormat::kF16>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+    case KvFormat::kBF16:
+      return AttendFormat<KvFormat::kBF16>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+    case KvFormat::kQ8_0:
+      return AttendFormat<KvFormat::kQ8_0>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+    case KvFormat::kQ4_0:
+      return AttendFormat<KvFormat::kQ4_0>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+    case KvFormat::kR4:
+      return AttendFormat<KvFormat::kR4>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+    case KvFormat::kR3:
+      return AttendFormat<KvFormat::kR3>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+    case KvFormat::kR8:
+      return AttendFormat<KvFormat::kR8>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
   }
 }
 
