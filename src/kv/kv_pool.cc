@@ -2,7 +2,10 @@
 
 #include <cassert>
 #include <cstring>
+#include <new>
 #include <string>
+
+#include "platform/huge_pages.h"
 
 namespace strata::kv {
 
@@ -13,8 +16,10 @@ KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas) : shape_
   assert(!arenas.empty());
   for (const ArenaSpec& spec : arenas) {
     assert(find(spec.precision) == nullptr);
-    Arena a{spec.precision, page_bytes(shape, spec.precision), static_cast<PageId>(pages_.size()),
-            AlignedBuffer<unsigned char>(page_bytes(shape, spec.precision) * spec.n_pages)};
+    const size_t bytes = page_bytes(shape, spec.precision);
+    Arena a{spec.precision, bytes, static_cast<PageId>(pages_.size()),
+            allocate_huge_page_backed(bytes * spec.n_pages), spec.n_pages};
+    if (a.data == nullptr) throw std::bad_alloc();
     for (size_t i = 0; i < spec.n_pages; ++i) {
       const auto id = static_cast<PageId>(pages_.size());
       pages_.push_back(KvPage{spec.precision, static_cast<uint8_t>(arenas_.size()), 0, 0});
@@ -74,7 +79,7 @@ size_t KvPool::free_pages(KvPrecision precision) const {
 
 size_t KvPool::n_pages(KvPrecision precision) const {
   const Arena* a = find(precision);
-  return a ? a->data.size() / a->page_bytes : 0;
+  return a ? a->n_pages : 0;
 }
 
 std::vector<KvPrecision> KvPool::precisions() const {
@@ -85,7 +90,7 @@ std::vector<KvPrecision> KvPool::precisions() const {
 
 size_t KvPool::bytes() const {
   size_t n = 0;
-  for (const Arena& a : arenas_) n += a.data.size();
+  for (const Arena& a : arenas_) n += a.n_pages * a.page_bytes;
   return n;
 }
 
@@ -127,7 +132,7 @@ void KvPool::release(PageId id) {
 
 unsigned char* KvPool::page_data(PageId id) {
   Arena& a = arenas_[pages_[id].arena];
-  return a.data.data() + static_cast<size_t>(id - a.first) * a.page_bytes;
+  return a.data.get() + static_cast<size_t>(id - a.first) * a.page_bytes;
 }
 
 std::span<unsigned char> KvPool::data(PageId id) {
@@ -157,7 +162,7 @@ KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {
 const void* KvPool::key_block(PageId id, size_t layer, size_t kv_head) const {
   const KvPrecision precision = pages_[id].precision;
   const Arena& a = arenas_[pages_[id].arena];
-  const unsigned char* page = a.data.data() + static_cast<size_t>(id - a.first) * a.page_bytes;
+  const unsigned char* page = a.data.get() + static_cast<size_t>(id - a.first) * a.page_bytes;
   return page + layer * shape_.layer_bytes(precision) +
          kv_head * shape_.block_bytes(precision, kernels::KvRole::kKeys);
 }

@@ -78,8 +78,9 @@ class KvPool {
   struct Arena {
     KvPrecision precision;
     size_t page_bytes;
-    PageId first;  // its pages are [first, first + n_pages)
-    AlignedBuffer<unsigned char> data;
+    PageId first;                    // its pages are [first, first + n_pages)
+    AlignedPtr<unsigned char> data;  // n_pages * page_bytes (platform/huge_pages.h)
+    size_t n_pages;
     // The free list, linked through links_: handed out from the head.
     PageId head = kNoPage, tail = kNoPage;
     size_t n_free = 0;

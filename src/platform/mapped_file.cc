@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "platform/huge_pages.h"
+
 namespace strata {
 namespace {
 
@@ -52,24 +54,17 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path, Mo
     file->data_ = static_cast<const uint8_t*>(p);
     file->owns_mapping_ = true;
   } else {
-    // Decode streams every weight once per token: 2 MiB pages (transparent huge pages, which
-    // this kernel setting grants on request) spare a TLB miss every 4 KiB. The alignment also
+    // Decode streams every weight once per token (platform/huge_pages.h); the alignment also
     // keeps tensor data as aligned as the file's general.alignment makes it.
-    constexpr size_t kHugePage = size_t{2} << 20;
-    const size_t alloc = (file->size_ + kHugePage - 1) / kHugePage * kHugePage;
-    auto* buf = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, alloc));
-#ifdef MADV_HUGEPAGE
-    if (buf != nullptr) madvise(buf, alloc, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
+    AlignedPtr<unsigned char> buf = allocate_huge_page_backed(file->size_);
     if (buf == nullptr) {
       ::close(fd);
       return make_error(ErrorCode::kOutOfRange, "not enough memory to load " + path +
                                                     " resident; try memory-mapping it instead");
     }
-    file->resident_ = {buf, [](uint8_t* q) { std::free(q); }};
     size_t done = 0;
     while (done < file->size_) {
-      ssize_t n = ::pread(fd, buf + done, file->size_ - done, static_cast<off_t>(done));
+      ssize_t n = ::pread(fd, buf.get() + done, file->size_ - done, static_cast<off_t>(done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         Error e = io_error("cannot read", path);
@@ -78,7 +73,8 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path, Mo
       }
       done += static_cast<size_t>(n);
     }
-    file->data_ = buf;
+    file->data_ = buf.get();
+    file->resident_ = {buf.release(), [](uint8_t* q) { std::free(q); }};
   }
   ::close(fd);
   return file;
