@@ -58,10 +58,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
-// Lanes of the code decoders (r4 and r3): the code layouts give 8 codes per run of bytes.
-using DC = hn::CappedTag<float, 8>;
-// Lanes of the row formats' decoders: a q4_0 block's low or high nibbles are 16 values.
+// Lanes of the decoders: 16 (a q4_0 block's low or high nibbles, half an r4 run of 32 codes),
+// or 8 where a head is not a multiple of 16.
 using DR = hn::CappedTag<float, 16>;
+using DC = hn::CappedTag<float, 8>;
 
 template <class D>
 HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> Bytes(D, const uint8_t* p) {
@@ -70,8 +70,8 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> Bytes(D, const uint8_t* p) {
   return hn::PromoteTo(di, hn::LoadU(d8, p));
 }
 
-// Codes [i, i + lanes) of a run of n rotated codes (kv_format.h's layouts; i a multiple of the
-// lanes, which are at most 8).
+// Codes [i, i + lanes) of a run of n rotated codes (kv_format.h's layouts; n a multiple of 32,
+// i a multiple of the lanes, which are at most 16).
 template <KvFormat F, class D>
 HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> Codes(D d, const uint8_t* codes, size_t n, size_t i) {
   static_assert(F == KvFormat::kR4 || F == KvFormat::kR3);
@@ -82,16 +82,27 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> Codes(D d, const uint8_t* codes, size
     return i < half ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
   } else {
     const size_t quarter = n / 4;
-    const auto low = hn::And(
-        hn::ShiftRightSame(Bytes(d, codes + i % quarter), static_cast<int>(2 * (i / quarter))),
-        hn::Set(di, 3));
+    const auto shift = hn::Set(di, static_cast<int32_t>(2 * (i / quarter)));
+    hn::Vec<hn::Rebind<int32_t, D>> fields;
+    if (quarter >= hn::Lanes(d)) {
+      fields = hn::Shr(Bytes(d, codes + i % quarter), shift);
+    } else {  // a quarter is half a register (8 of 16 lanes): both halves read its bytes, the
+              // upper half at the next quarter's shift
+#if HWY_TARGET != HWY_SCALAR  // one lane never spans two quarters
+      const auto bytes = Bytes(hn::Half<D>(), codes + i % quarter);
+      const auto lower = hn::Lt(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(quarter)));
+      fields = hn::Shr(hn::Combine(di, bytes, bytes),
+                       hn::IfThenElse(lower, shift, hn::Add(shift, hn::Set(di, 2))));
+#endif
+    }
+    const auto low = hn::And(fields, hn::Set(di, 3));
     uint32_t word;  // the high bits of codes [i - i % 32, + 32)
     std::memcpy(&word, codes + quarter + i / 32 * 4, 4);
-    const auto shift = hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(i % 32)));
-    // The And keeps bit 0 of each lane's shift (arithmetic on int32 lanes, which changes no low
+    const auto bit = hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(i % 32)));
+    // The And keeps bit 0 of each lane's bit (arithmetic on int32 lanes, which changes no low
     // bit).
     const auto high =
-        hn::And(hn::Shr(hn::Set(di, static_cast<int32_t>(word)), shift), hn::Set(di, 1));
+        hn::And(hn::Shr(hn::Set(di, static_cast<int32_t>(word)), bit), hn::Set(di, 1));
     return hn::Or(low, hn::ShiftLeft<2>(high));
   }
 }
@@ -189,28 +200,27 @@ HWY_INLINE void RowKeyScores(D d, const uint8_t* keys, size_t n, size_t head_dim
   }
 }
 
-// Scores of kH heads against a rotated key block: for 8 positions at a time, one multiply-add
-// per channel and head with the channel's codes (the steps already folded into qk), plus the
-// minima's part.
-template <KvFormat F, size_t kH>
-HWY_INLINE void RotatedKeyScores(const uint8_t* codes, size_t n, size_t rows, size_t head_dim,
+// Scores of kH heads against a rotated key block: for a register of positions at a time, one
+// multiply-add per channel and head with the channel's codes (the steps already folded into
+// qk), plus the minima's part.
+template <KvFormat F, size_t kH, class D>
+HWY_INLINE void RotatedKeyScores(D d, const uint8_t* codes, size_t n, size_t rows, size_t head_dim,
                                  const float* qk, const float* bias, float scale, float* scores,
                                  size_t stride) {
-  const DC dc;
-  using V = hn::Vec<DC>;
+  using V = hn::Vec<D>;
   const size_t channel_bytes = rotated_code_bytes(F, rows);
-  for (size_t t0 = 0; t0 < n; t0 += hn::Lanes(dc)) {
+  for (size_t t0 = 0; t0 < n; t0 += hn::Lanes(d)) {
     V acc[kH];
-    for (V& x : acc) x = hn::Zero(dc);
+    for (V& x : acc) x = hn::Zero(d);
     for (size_t c = 0; c < head_dim; ++c) {
-      const V code = hn::ConvertTo(dc, Codes<F>(dc, codes + c * channel_bytes, rows, t0));
+      const V code = hn::ConvertTo(d, Codes<F>(d, codes + c * channel_bytes, rows, t0));
       for (size_t j = 0; j < kH; ++j) {
-        acc[j] = hn::MulAdd(hn::Set(dc, qk[j * head_dim + c]), code, acc[j]);
+        acc[j] = hn::MulAdd(hn::Set(d, qk[j * head_dim + c]), code, acc[j]);
       }
     }
     for (size_t j = 0; j < kH; ++j) {
-      const V s = hn::Mul(hn::Add(acc[j], hn::Set(dc, bias[j])), hn::Set(dc, scale));
-      hn::StoreU(s, dc, scores + j * stride + t0);
+      const V s = hn::Mul(hn::Add(acc[j], hn::Set(d, bias[j])), hn::Set(d, scale));
+      hn::StoreU(s, d, scores + j * stride + t0);
     }
   }
 }
@@ -296,7 +306,7 @@ HWY_INLINE void AttendHeads(D d, const uint8_t* kb, const uint8_t* vb, size_t n,
       }
       bias[j] = b;
     }
-    RotatedKeyScores<F, kH>(kb + rotated_key_header_bytes(head_dim), n, rows, head_dim, qk, bias,
+    RotatedKeyScores<F, kH>(d, kb + rotated_key_header_bytes(head_dim), n, rows, head_dim, qk, bias,
                             scale, scores, stride);
   } else {
     RowKeyScores<F, kH>(d, kb, n, head_dim, q, scale, scores, stride);
@@ -369,9 +379,9 @@ HWY_INLINE void AttendFormat(const uint8_t* kb, const uint8_t* vb, size_t n, siz
                              size_t head_dim, const float* q, size_t group, float scale,
                              OnlineSoftmax* st, float* acc, const BlockScratch& s) {
   // Rows decode 16 lanes at a time where the head is a multiple of them, else 8 (the multiple
-  // every block format's head has); codes always 8.
+  // every block format's head has); so do the codes of r4 and r3, whose runs hold at least 32.
   const DR dr;
-  if (!kv_format_packs_codes(F) && head_dim % hn::Lanes(dr) == 0) {
+  if (head_dim % hn::Lanes(dr) == 0) {
     AttendGroup<F>(dr, kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
   } else {
     AttendGroup<F>(DC(), kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);

@@ -222,9 +222,10 @@ void attend_double(const std::vector<float>& k, const std::vector<float>& v, siz
 
 TEST(AttendBlockTest, EveryFormatOnEveryTargetMatchesTheScalarTwinAndDoubleSoftmax) {
   const size_t rows = 32;
-  // Heads of 40 take the 8-lane row decoders; groups of 1-4 and 6 (4 + 2) every head-count
+  // Heads of 8 and 40 take the 8-lane decoders; 32 splits r3's value runs of 8 bytes over
+  // 16 lanes (so do r3's keys at every head). Groups of 1-4 and 6 (4 + 2): every head-count
   // instantiation.
-  for (size_t head_dim : {8, 16, 40, 64, 128}) {
+  for (size_t head_dim : {8, 16, 32, 40, 64, 128}) {
     for (size_t group : {1, 2, 3, 4, 6}) {
       const size_t pages = 3;
       const std::vector<float> k = make_rows(pages * rows, head_dim, true, 21);
