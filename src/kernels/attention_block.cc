@@ -388,6 +388,99 @@ HWY_INLINE void AttendFormat(const uint8_t* kb, const uint8_t* vb, size_t n, siz
   }
 }
 
+// kv_decode_block's values with these decoders: each element is the product of its code and
+// its scales (plus a rotated key channel's minimum) in the scalar decoder's order, so the bits
+// are the same.
+template <KvFormat F, class D>
+HWY_INLINE void DecodeRows(D d, KvRole role, const uint8_t* in, size_t n, size_t head_dim,
+                           float* x) {
+  const size_t row_bytes = kv_row_bytes(F, role, head_dim);
+  const float center = static_cast<float>(rotated_levels(F) - 1) / 2.0f;
+  for (size_t t = 0; t < n; ++t) {
+    const uint8_t* row = in + t * row_bytes;
+    auto scale = hn::Set(d, 1.0f);
+    if constexpr (kv_format_packs_codes(F)) {  // a rotated value row: scale * (code - center)
+      uint16_t sh;
+      std::memcpy(&sh, row, 2);
+      scale = hn::Set(d, fp16_to_fp32(sh));
+    }
+    for (size_t i = 0; i < head_dim; i += hn::Lanes(d)) {
+      auto v = RowChunk<F>(d, row, head_dim, i, center);
+      if constexpr (kv_format_packs_codes(F)) v = hn::Mul(scale, v);
+      hn::StoreU(v, d, x + t * head_dim + i);
+    }
+  }
+}
+
+// A rotated key block, channel by channel: min_c + step_c * code, a register of positions at a
+// time, written back into rows.
+template <KvFormat F, class D>
+HWY_INLINE void DecodeRotatedKeys(D d, const uint8_t* in, size_t n, size_t rows, size_t head_dim,
+                                  float* x) {
+  RotatedKeyHeader header;
+  std::memcpy(&header, in, sizeof header);
+  const float d_step = fp16_to_fp32(header.d_step), d_min = fp16_to_fp32(header.d_min);
+  const uint8_t* sc = in + sizeof header;
+  const auto* mn = reinterpret_cast<const int8_t*>(sc + head_dim);
+  const uint8_t* codes = in + rotated_key_header_bytes(head_dim);
+  const size_t channel_bytes = rotated_code_bytes(F, rows);
+  HWY_ALIGN float column[hn::MaxLanes(D())];
+  for (size_t c = 0; c < head_dim; ++c) {
+    const auto lo = hn::Set(d, d_min * static_cast<float>(mn[c]));
+    const auto step = hn::Set(d, d_step * static_cast<float>(sc[c]));
+    for (size_t t0 = 0; t0 < n; t0 += hn::Lanes(d)) {
+      const auto code = hn::ConvertTo(d, Codes<F>(d, codes + c * channel_bytes, rows, t0));
+      hn::Store(hn::Add(lo, hn::Mul(step, code)), d, column);
+      for (size_t p = 0; p < hn::Lanes(d) && t0 + p < n; ++p)
+        x[(t0 + p) * head_dim + c] = column[p];
+    }
+  }
+}
+
+template <KvFormat F, class D>
+HWY_INLINE void DecodeFormat(D d, KvRole role, const uint8_t* in, size_t n, size_t rows,
+                             size_t head_dim, float* x) {
+  if constexpr (kv_format_packs_codes(F)) {
+    if (role == KvRole::kKeys) return DecodeRotatedKeys<F>(d, in, n, rows, head_dim, x);
+  }
+  DecodeRows<F>(d, role, in, n, head_dim, x);
+}
+
+template <KvFormat F>
+HWY_INLINE void DecodeFormatLanes(KvRole role, const uint8_t* in, size_t n, size_t rows,
+                                  size_t head_dim, float* x) {
+  const DR dr;
+  if (head_dim % hn::Lanes(dr) == 0) {
+    DecodeFormat<F>(dr, role, in, n, rows, head_dim, x);
+  } else {
+    DecodeFormat<F>(DC(), role, in, n, rows, head_dim, x);
+  }
+}
+
+void DecodeBlock(KvFormat format, KvRole role, const void* block, size_t n, size_t rows,
+                 size_t head_dim, float* x) {
+  assert(head_dim % kBlockDimMultiple == 0);
+  const auto* in = static_cast<const uint8_t*>(block);
+  switch (format) {
+    case KvFormat::kF32:
+      return DecodeFormatLanes<KvFormat::kF32>(role, in, n, rows, head_dim, x);
+    case KvFormat::kF16:
+      return DecodeFormatLanes<KvFormat::kF16>(role, in, n, rows, head_dim, x);
+    case KvFormat::kBF16:
+      return DecodeFormatLanes<KvFormat::kBF16>(role, in, n, rows, head_dim, x);
+    case KvFormat::kQ8_0:
+      return DecodeFormatLanes<KvFormat::kQ8_0>(role, in, n, rows, head_dim, x);
+    case KvFormat::kQ4_0:
+      return DecodeFormatLanes<KvFormat::kQ4_0>(role, in, n, rows, head_dim, x);
+    case KvFormat::kR4:
+      return DecodeFormatLanes<KvFormat::kR4>(role, in, n, rows, head_dim, x);
+    case KvFormat::kR3:
+      return DecodeFormatLanes<KvFormat::kR3>(role, in, n, rows, head_dim, x);
+    case KvFormat::kR8:
+      return DecodeFormatLanes<KvFormat::kR8>(role, in, n, rows, head_dim, x);
+  }
+}
+
 void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n, size_t rows,
                  size_t head_dim, const float* q, size_t group, float scale, OnlineSoftmax* st,
                  float* acc, float* scratch) {
@@ -423,6 +516,7 @@ HWY_AFTER_NAMESPACE();
 namespace strata::kernels {
 
 HWY_EXPORT(AttendBlock);
+HWY_EXPORT(DecodeBlock);
 
 size_t attend_block_scratch_floats(size_t group, size_t rows, size_t head_dim) {
   return group * (round_up(rows, 16) + head_dim + 2) + round_up(rows, 16);
@@ -433,6 +527,11 @@ void attend_block(KvFormat format, const void* keys, const void* values, size_t 
                   float* acc, float* scratch) {
   HWY_DYNAMIC_DISPATCH(AttendBlock)
   (format, keys, values, n, rows, head_dim, q, group, scale, st, acc, scratch);
+}
+
+void decode_kv_block_simd(KvFormat format, KvRole role, const void* block, size_t n, size_t rows,
+                          size_t head_dim, float* x) {
+  HWY_DYNAMIC_DISPATCH(DecodeBlock)(format, role, block, n, rows, head_dim, x);
 }
 
 }  // namespace strata::kernels

@@ -32,4 +32,11 @@ void attend_block(KvFormat format, const void* keys, const void* values, size_t 
                   size_t head_dim, const float* q, size_t group, float scale, OnlineSoftmax* st,
                   float* acc, float* scratch);
 
+// kv_decode_block (kernels/kv_format.h, the scalar decoder and this one's twin) with the
+// decoders above: positions [0, n) of a block into x[n][head_dim], the same bits. The prompt
+// tiles read a quantized page this way, once per tile. head_dim a multiple of
+// kBlockDimMultiple.
+void decode_kv_block_simd(KvFormat format, KvRole role, const void* block, size_t n, size_t rows,
+                          size_t head_dim, float* x);
+
 }  // namespace strata::kernels

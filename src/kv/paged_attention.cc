@@ -107,10 +107,10 @@ void attend_kv_head_tile(KvPool& pool, std::span<const PageId> pages, size_t lay
       // Decoded once for the tile's 16 queries and their group of heads.
       float* k = decoded;
       float* v = decoded + page_size * head_dim;
-      kernels::kv_decode_block(view.precision, kernels::KvRole::kKeys, view.keys, n, page_size,
-                               head_dim, k);
-      kernels::kv_decode_block(view.precision, kernels::KvRole::kValues, view.values, n, page_size,
-                               head_dim, v);
+      kernels::decode_kv_block_simd(view.precision, kernels::KvRole::kKeys, view.keys, n, page_size,
+                                    head_dim, k);
+      kernels::decode_kv_block_simd(view.precision, kernels::KvRole::kValues, view.values, n,
+                                    page_size, head_dim, v);
       kernels::attend_tile_f32(tile, k, v, n, start, scale);
     } else {
       kernels::attend_tile_f32(tile, static_cast<const float*>(view.keys),

@@ -293,5 +293,31 @@ TEST(AttendBlockTest, EveryFormatOnEveryTargetMatchesTheScalarTwinAndDoubleSoftm
   }
 }
 
+TEST(KvFormatTest, SimdBlockDecoderGivesTheScalarDecodersBitsOnEveryTarget) {
+  const size_t rows = 32;
+  for (size_t head_dim : {8, 32, 40, 64, 128}) {
+    for (KvFormat f : kAll) {
+      if (!kv_format_supports(f, head_dim, rows)) continue;
+      for (KvRole role : {KvRole::kKeys, KvRole::kValues}) {
+        for (size_t n : {rows, size_t{19}}) {
+          SCOPED_TRACE(std::string(kv_format_name(f)) +
+                       (role == KvRole::kKeys ? " keys" : " values") + " head_dim " +
+                       std::to_string(head_dim) + " n " + std::to_string(n));
+          const std::vector<float> x = make_rows(rows, head_dim, role == KvRole::kKeys, 31);
+          std::vector<uint8_t> block(kv_block_bytes(f, role, rows, head_dim));
+          kv_encode_block(f, role, x.data(), n, rows, head_dim, block.data());
+          std::vector<float> want(n * head_dim);
+          kv_decode_block(f, role, block.data(), n, rows, head_dim, want.data());
+          for_each_simd_target([&] {
+            std::vector<float> got(n * head_dim, -1.0f);
+            decode_kv_block_simd(f, role, block.data(), n, rows, head_dim, got.data());
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+          });
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata::kernels
