@@ -28,6 +28,8 @@ struct InspectReport {
   // Recall over every profiled (prompt, position, head) of the selecting layers.
   double recall_median = 0, recall_p10 = 0, recall_min = 0, recall_mean = 0;
   size_t recall_samples = 0;
+  // The same for the best possible choice of as many pages (AttentionHeadProfile::best_recalls).
+  double best_recall_median = 0, best_recall_p10 = 0;
 };
 
 Result<InspectReport> run_inspect(const InspectOptions& options);

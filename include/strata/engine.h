@@ -329,6 +329,9 @@ struct AttentionHeadProfile {
   double entropy = 0;
   double sinks = 0, window = 0, selected = 0, rest = 0;
   std::vector<double> recalls;  // per position: the mass the selection reads, 1 - rest
+  // Per position: the mass the best choice of as many pages would read (the KV head group's
+  // pages of most attention), the most any page selection can reach at this budget.
+  std::vector<double> best_recalls;
 };
 struct AttentionProfile {
   size_t positions = 0;                     // the prompt's tokens

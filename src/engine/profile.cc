@@ -65,6 +65,7 @@ Result<AttentionProfile> Engine::profile_attention(std::span<const TokenId> toke
       p.selected = s.selected / n;
       p.rest = s.rest / n;
       p.recalls = s.recalls;
+      p.best_recalls = s.best_recalls;
       out.heads.push_back(std::move(p));
     }
   }

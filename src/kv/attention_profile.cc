@@ -59,6 +59,9 @@ void AttentionProfiler::profile_group(const KvCache& cache, size_t layer, const 
       if (region[p] == 3) region[p] = 2;
     }
   }
+  // Per head of the group, its mass on each page; the stats once all heads are known, because
+  // the best choice is the group's (one choice for the group, as selection makes it).
+  page_mass_.assign(group * regions.n_pages, 0.0);
   for (size_t g = 0; g < group; ++g) {
     // p_t = softmax_t(scale * q·k_t), in double.
     const float* qh = q_group + g * head_dim;
@@ -77,6 +80,7 @@ void AttentionProfiler::profile_group(const KvCache& cache, size_t layer, const 
       const double p = scores_[t] / sum;
       if (p > 0) entropy -= p * std::log(p);
       mass[region[t / page_size]] += p;
+      page_mass_[g * regions.n_pages + t / page_size] += p;
     }
     HeadAttentionStats& s = stats_[layer * n_heads_ + kv_head * group + g];
     ++s.queries;
@@ -86,6 +90,30 @@ void AttentionProfiler::profile_group(const KvCache& cache, size_t layer, const 
     s.selected += mass[2];
     s.rest += mass[3];
     s.recalls.push_back(1.0 - mass[3]);
+  }
+  // The best recall any choice of as many candidate pages could give: the group's pages of
+  // most summed mass (an upper bound for selection, which sees key bounds, not the softmax).
+  std::vector<uint32_t> best;
+  for (size_t p = regions.sink_pages; p < regions.window_begin; ++p) {
+    best.push_back(static_cast<uint32_t>(p));
+  }
+  const size_t k = std::min(regions.select, best.size());
+  auto group_mass = [&](uint32_t p) {
+    double m = 0;
+    for (size_t g = 0; g < group; ++g) m += page_mass_[g * regions.n_pages + p];
+    return m;
+  };
+  std::partial_sort(best.begin(), best.begin() + static_cast<ptrdiff_t>(k), best.end(),
+                    [&](uint32_t a, uint32_t b) { return group_mass(a) > group_mass(b); });
+  best.resize(k);
+  for (size_t g = 0; g < group; ++g) {
+    const double* m = &page_mass_[g * regions.n_pages];
+    double read = 0;
+    for (size_t p = 0; p < regions.n_pages; ++p) {
+      if (p < regions.sink_pages || p >= regions.window_begin) read += m[p];
+    }
+    for (uint32_t p : best) read += m[p];
+    stats_[layer * n_heads_ + kv_head * group + g].best_recalls.push_back(std::min(read, 1.0));
   }
 }
 

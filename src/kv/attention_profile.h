@@ -2,8 +2,9 @@
 // the probed queries of a prompt, per layer and query head, the entropy of the softmax over
 // every position, and its mass in the sink pages, the recent window, the pages the selection
 // chooses (kv/page_selection.h, for the group of query heads of the KV head) and the rest. The
-// selection's recall is the mass it reads: sinks + window + selected = 1 - rest. `strata
-// inspect` prints these numbers.
+// selection's recall is the mass it reads: sinks + window + selected = 1 - rest; beside it,
+// the recall of the best possible choice of as many pages. `strata inspect` prints these
+// numbers.
 //
 // The probe runs in the dense forward pass, so each layer's queries are those of dense
 // attention: recall measures the selection alone, not errors compounded over sparse layers.
@@ -24,6 +25,10 @@ struct HeadAttentionStats {
   double entropy = 0;                                    // nats: -sum_t p_t ln p_t
   double sinks = 0, window = 0, selected = 0, rest = 0;  // attention mass
   std::vector<double> recalls;                           // per query: 1 - its rest
+  // Per query: the recall of the best choice of as many pages for the KV head's group (the
+  // pages of most attention mass), what any page selection could read at this budget. Where it
+  // is low too, attention is spread too thin for the budget, and no scoring would help.
+  std::vector<double> best_recalls;
 };
 
 class AttentionProfiler final : public AttentionProbe {
@@ -52,6 +57,7 @@ class AttentionProfiler final : public AttentionProbe {
   std::vector<HeadAttentionStats> stats_;  // [layer][head]
   std::vector<float> keys_;                // [positions][head_dim], decoded
   std::vector<double> scores_;
+  std::vector<double> page_mass_;  // [group][page]: one query head's softmax mass per page
   SelectionScratch selection_;
 };
 

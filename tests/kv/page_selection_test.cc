@@ -375,6 +375,10 @@ TEST(PageSelectionTest, ProfilerSplitsExactAttentionByRegion) {
   attend_decode(cache, 1, n - 2, q.data(), layer, 2);
   cache.set_probe(nullptr);
   const PageRegions r = page_regions(p, kPage, n);
+  ASSERT_GT(r.select, 0u);
+  ASSERT_LT(r.select, r.candidates());
+  // Per head, its softmax mass per page; the best choice is the group's top pages by summed mass.
+  std::vector<std::vector<double>> page_mass(kHeads, std::vector<double>(r.n_pages, 0.0));
   for (size_t h = 0; h < kHeads; ++h) {
     const size_t kv_head = h / 2;
     const std::vector<uint32_t> chosen =
@@ -401,6 +405,7 @@ TEST(PageSelectionTest, ProfilerSplitsExactAttentionByRegion) {
         selected += pt;
       }
     }
+    for (size_t t = 0; t < n; ++t) page_mass[h][t / kPage] += w[t] / sum;
     const HeadAttentionStats& got = profiler.head(layer, h);
     ASSERT_EQ(got.queries, 1u);  // the query at n - 2 is before first_pos
     EXPECT_NEAR(got.entropy, entropy, 1e-9);
@@ -411,6 +416,27 @@ TEST(PageSelectionTest, ProfilerSplitsExactAttentionByRegion) {
     ASSERT_EQ(got.recalls.size(), 1u);
     EXPECT_NEAR(got.recalls[0], sinks + window + selected, 1e-6);
     EXPECT_EQ(profiler.head(0, h).queries, 0u);  // layer 0 was not attended
+  }
+  for (size_t h = 0; h < kHeads; ++h) {
+    const size_t mate = h ^ 1;  // the other query head of the KV head
+    std::vector<std::pair<double, size_t>> by_mass;
+    for (size_t page = r.sink_pages; page < r.window_begin; ++page) {
+      by_mass.emplace_back(page_mass[h][page] + page_mass[mate][page], page);
+    }
+    std::sort(by_mass.rbegin(), by_mass.rend());
+    double best = 0;
+    for (size_t page = 0; page < r.n_pages; ++page) {
+      if (page < r.sink_pages || page >= r.window_begin) best += page_mass[h][page];
+    }
+    for (size_t i = 0; i < r.select; ++i) best += page_mass[h][by_mass[i].second];
+    const HeadAttentionStats& got = profiler.head(layer, h);
+    ASSERT_EQ(got.best_recalls.size(), 1u);
+    EXPECT_NEAR(got.best_recalls[0], best, 1e-9);
+    // Summed over the pair, which shares one choice, no selection by key bounds reads more than
+    // the pages of most mass.
+    const HeadAttentionStats& other = profiler.head(layer, mate);
+    EXPECT_LE(got.recalls[0] + other.recalls[0],
+              got.best_recalls[0] + other.best_recalls[0] + 1e-9);
   }
 }
 
