@@ -91,8 +91,14 @@ void AttentionProfiler::profile_group(const KvCache& cache, size_t layer, const 
     s.rest += mass[3];
     s.recalls.push_back(1.0 - mass[3]);
   }
-  // The best recall any choice of as many candidate pages could give: the group's pages of
-  // most summed mass (an upper bound for selection, which sees key bounds, not the softmax).
+  record_best_recalls(layer, kv_head, regions);
+}
+
+// The best recall any choice of as many candidate pages could give: the group's pages of most
+// summed mass (an upper bound for selection, which sees key bounds, not the softmax).
+void AttentionProfiler::record_best_recalls(size_t layer, size_t kv_head,
+                                            const PageRegions& regions) {
+  const size_t group = n_heads_ / shape_.n_kv_heads;
   std::vector<uint32_t> best;
   for (size_t p = regions.sink_pages; p < regions.window_begin; ++p) {
     best.push_back(static_cast<uint32_t>(p));

@@ -50,6 +50,8 @@ class AttentionProfiler final : public AttentionProbe {
  private:
   void profile_group(const KvCache& cache, size_t layer, const QueryPos& e, size_t kv_head,
                      const float* q_group, float scale);
+  // Appends each head of the group's best_recalls from page_mass_.
+  void record_best_recalls(size_t layer, size_t kv_head, const PageRegions& regions);
 
   KvShape shape_;
   size_t n_heads_, first_pos_;
