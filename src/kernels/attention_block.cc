@@ -1,8 +1,7 @@
 // kernels/attention_block.h with Highway runtime dispatch. The format and the number of heads
-// are template arguments below the entry point, so no inner loop switches on either. Row
-// formats decode 16 f32 lanes at a time (8 where the head is not a multiple of 16), the rotated
-// codes 8 (the code layouts give 8 codes per run of bytes, see kv_format.h; head_dim and the rows
-// of a rotated block are multiples of 8), the exp runs on the full width.
+// are template arguments below the entry point, so no inner loop switches on either. Every
+// format decodes 16 f32 lanes at a time where the head is a multiple of 16 (8 where it is not:
+// 8 is the multiple every block format's head has); the exp runs on the full width.
 
 #include "kernels/attention_block.h"
 
@@ -279,7 +278,8 @@ HWY_INLINE void Values(D d, const uint8_t* values, size_t n, size_t head_dim, co
   }
 }
 
-// The block for kH heads of the group (their queries q, scratch and state at offset 0).
+// The block for kH heads of the group, from head g0: q, st and acc start at that head, and its
+// rows of the scratch are at g0's offset.
 template <KvFormat F, size_t kH, class D>
 HWY_INLINE void AttendHeads(D d, const uint8_t* kb, const uint8_t* vb, size_t n, size_t rows,
                             size_t head_dim, const float* q, float scale, OnlineSoftmax* st,
