@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "base/fp16.h"
 
@@ -374,20 +375,6 @@ HWY_INLINE void AttendGroup(D d, const uint8_t* kb, const uint8_t* vb, size_t n,
   }
 }
 
-template <KvFormat F>
-HWY_INLINE void AttendFormat(const uint8_t* kb, const uint8_t* vb, size_t n, size_t rows,
-                             size_t head_dim, const float* q, size_t group, float scale,
-                             OnlineSoftmax* st, float* acc, const BlockScratch& s) {
-  // Rows decode 16 lanes at a time where the head is a multiple of them, else 8 (the multiple
-  // every block format's head has); so do the codes of r4 and r3, whose runs hold at least 32.
-  const DR dr;
-  if (head_dim % hn::Lanes(dr) == 0) {
-    AttendGroup<F>(dr, kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-  } else {
-    AttendGroup<F>(DC(), kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-  }
-}
-
 // kv_decode_block's values with these decoders: each element is the product of its code and
 // its scales (plus a rotated key channel's minimum) in the scalar decoder's order, so the bits
 // are the same.
@@ -446,14 +433,35 @@ HWY_INLINE void DecodeFormat(D d, KvRole role, const uint8_t* in, size_t n, size
   DecodeRows<F>(d, role, in, n, head_dim, x);
 }
 
-template <KvFormat F>
-HWY_INLINE void DecodeFormatLanes(KvRole role, const uint8_t* in, size_t n, size_t rows,
-                                  size_t head_dim, float* x) {
-  const DR dr;
-  if (head_dim % hn::Lanes(dr) == 0) {
-    DecodeFormat<F>(dr, role, in, n, rows, head_dim, x);
-  } else {
-    DecodeFormat<F>(DC(), role, in, n, rows, head_dim, x);
+// Calls fn(d, format) with the format as a compile-time constant
+// (std::integral_constant<KvFormat, F>) and the decoders' lanes d: 16 where the head is a
+// multiple of them (so do the codes of r4 and r3, whose runs hold at least 32), else 8 (the
+// multiple every block format's head has).
+template <class Fn>
+HWY_INLINE void WithFormat(KvFormat format, size_t head_dim, const Fn& fn) {
+  const auto lanes = [&](auto f) {
+    const DR dr;
+    if (head_dim % hn::Lanes(dr) == 0) return fn(dr, f);
+    return fn(DC(), f);
+  };
+  using F = KvFormat;
+  switch (format) {
+    case F::kF32:
+      return lanes(std::integral_constant<F, F::kF32>());
+    case F::kF16:
+      return lanes(std::integral_constant<F, F::kF16>());
+    case F::kBF16:
+      return lanes(std::integral_constant<F, F::kBF16>());
+    case F::kQ8_0:
+      return lanes(std::integral_constant<F, F::kQ8_0>());
+    case F::kQ4_0:
+      return lanes(std::integral_constant<F, F::kQ4_0>());
+    case F::kR4:
+      return lanes(std::integral_constant<F, F::kR4>());
+    case F::kR3:
+      return lanes(std::integral_constant<F, F::kR3>());
+    case F::kR8:
+      return lanes(std::integral_constant<F, F::kR8>());
   }
 }
 
@@ -461,24 +469,9 @@ void DecodeBlock(KvFormat format, KvRole role, const void* block, size_t n, size
                  size_t head_dim, float* x) {
   assert(head_dim % kBlockDimMultiple == 0);
   const auto* in = static_cast<const uint8_t*>(block);
-  switch (format) {
-    case KvFormat::kF32:
-      return DecodeFormatLanes<KvFormat::kF32>(role, in, n, rows, head_dim, x);
-    case KvFormat::kF16:
-      return DecodeFormatLanes<KvFormat::kF16>(role, in, n, rows, head_dim, x);
-    case KvFormat::kBF16:
-      return DecodeFormatLanes<KvFormat::kBF16>(role, in, n, rows, head_dim, x);
-    case KvFormat::kQ8_0:
-      return DecodeFormatLanes<KvFormat::kQ8_0>(role, in, n, rows, head_dim, x);
-    case KvFormat::kQ4_0:
-      return DecodeFormatLanes<KvFormat::kQ4_0>(role, in, n, rows, head_dim, x);
-    case KvFormat::kR4:
-      return DecodeFormatLanes<KvFormat::kR4>(role, in, n, rows, head_dim, x);
-    case KvFormat::kR3:
-      return DecodeFormatLanes<KvFormat::kR3>(role, in, n, rows, head_dim, x);
-    case KvFormat::kR8:
-      return DecodeFormatLanes<KvFormat::kR8>(role, in, n, rows, head_dim, x);
-  }
+  WithFormat(format, head_dim, [&](auto d, auto f) {
+    DecodeFormat<decltype(f)::value>(d, role, in, n, rows, head_dim, x);
+  });
 }
 
 void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n, size_t rows,
@@ -489,24 +482,9 @@ void AttendBlock(KvFormat format, const void* keys, const void* values, size_t n
   const BlockScratch s = carve(scratch, group, rows, head_dim);
   const auto* kb = static_cast<const uint8_t*>(keys);
   const auto* vb = static_cast<const uint8_t*>(values);
-  switch (format) {
-    case KvFormat::kF32:
-      return AttendFormat<KvFormat::kF32>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-    case KvFormat::kF16:
-      return AttendFormat<KvFormat::kF16>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-    case KvFormat::kBF16:
-      return AttendFormat<KvFormat::kBF16>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-    case KvFormat::kQ8_0:
-      return AttendFormat<KvFormat::kQ8_0>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-    case KvFormat::kQ4_0:
-      return AttendFormat<KvFormat::kQ4_0>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-    case KvFormat::kR4:
-      return AttendFormat<KvFormat::kR4>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-    case KvFormat::kR3:
-      return AttendFormat<KvFormat::kR3>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-    case KvFormat::kR8:
-      return AttendFormat<KvFormat::kR8>(kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
-  }
+  WithFormat(format, head_dim, [&](auto d, auto f) {
+    AttendGroup<decltype(f)::value>(d, kb, vb, n, rows, head_dim, q, group, scale, st, acc, s);
+  });
 }
 
 }  // namespace strata::kernels::HWY_NAMESPACE

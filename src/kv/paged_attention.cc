@@ -59,8 +59,9 @@ void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, s
   for (size_t i = 0; i < n_pages; ++i) {
     const size_t p = page_at(i), start = p * page_size;
     const KvHeadView view = pool.head(pages[p], layer, kv_head);
-    if (i + 1 < n_pages)
+    if (i + 1 < n_pages) {
       prefetch_head(pool.shape(), pool.head(pages[page_at(i + 1)], layer, kv_head));
+    }
     const size_t n = std::min(page_size, n_ctx - start);
     if (!reference_reads) {
       kernels::attend_block(view.precision, view.keys, view.values, n, page_size, head_dim, q,

@@ -12,9 +12,10 @@ namespace strata {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// `bytes` rounded up to whole 2 MiB pages, aligned to one, with transparent huge pages asked
-// for (madvise: the kernel setting this targets grants them on request; where it refuses, the
-// memory works the same with 4 KiB pages). Uninitialized; nullptr when there is no memory.
+// `bytes` rounded up to whole 2 MiB pages (at least one), aligned to one, with transparent huge
+// pages asked for (madvise: the kernel setting this targets grants them on request; where it
+// refuses, the memory works the same with 4 KiB pages). Uninitialized; nullptr when there is no
+// memory.
 AlignedPtr<unsigned char> allocate_huge_page_backed(size_t bytes);
 
 }  // namespace strata
