@@ -292,23 +292,18 @@ HWY_INLINE void AttendHeads(D d, const uint8_t* kb, const uint8_t* vb, size_t n,
 
   // Scores. Per-channel keys: q_c s_c once per block, and the minima's part of q·k per head.
   if constexpr (kPacked) {
-    RotatedKeyHeader header;
-    std::memcpy(&header, kb, sizeof header);
-    const float d_step = fp16_to_fp32(header.d_step), d_min = fp16_to_fp32(header.d_min);
-    const uint8_t* sc = kb + sizeof header;
-    const auto* mn = reinterpret_cast<const int8_t*>(sc + head_dim);
+    const RotatedKeyScales k = read_rotated_keys(kb, head_dim);
     float* qk = s.qk + g0 * head_dim;
     float* bias = s.bias + g0;
     for (size_t j = 0; j < kH; ++j) {
       float b = 0.0f;
       for (size_t c = 0; c < head_dim; ++c) {
-        qk[j * head_dim + c] = q[j * head_dim + c] * (d_step * static_cast<float>(sc[c]));
-        b += q[j * head_dim + c] * (d_min * static_cast<float>(mn[c]));
+        qk[j * head_dim + c] = q[j * head_dim + c] * k.step(c);
+        b += q[j * head_dim + c] * k.min(c);
       }
       bias[j] = b;
     }
-    RotatedKeyScores<F, kH>(d, kb + rotated_key_header_bytes(head_dim), n, rows, head_dim, qk, bias,
-                            scale, scores, stride);
+    RotatedKeyScores<F, kH>(d, k.codes, n, rows, head_dim, qk, bias, scale, scores, stride);
   } else {
     RowKeyScores<F, kH>(d, kb, n, head_dim, q, scale, scores, stride);
   }
@@ -404,22 +399,18 @@ HWY_INLINE void DecodeRows(D d, KvRole role, const uint8_t* in, size_t n, size_t
 template <KvFormat F, class D>
 HWY_INLINE void DecodeRotatedKeys(D d, const uint8_t* in, size_t n, size_t rows, size_t head_dim,
                                   float* x) {
-  RotatedKeyHeader header;
-  std::memcpy(&header, in, sizeof header);
-  const float d_step = fp16_to_fp32(header.d_step), d_min = fp16_to_fp32(header.d_min);
-  const uint8_t* sc = in + sizeof header;
-  const auto* mn = reinterpret_cast<const int8_t*>(sc + head_dim);
-  const uint8_t* codes = in + rotated_key_header_bytes(head_dim);
+  const RotatedKeyScales k = read_rotated_keys(in, head_dim);
   const size_t channel_bytes = rotated_code_bytes(F, rows);
   HWY_ALIGN float column[hn::MaxLanes(D())];
   for (size_t c = 0; c < head_dim; ++c) {
-    const auto lo = hn::Set(d, d_min * static_cast<float>(mn[c]));
-    const auto step = hn::Set(d, d_step * static_cast<float>(sc[c]));
+    const auto lo = hn::Set(d, k.min(c));
+    const auto step = hn::Set(d, k.step(c));
     for (size_t t0 = 0; t0 < n; t0 += hn::Lanes(d)) {
-      const auto code = hn::ConvertTo(d, Codes<F>(d, codes + c * channel_bytes, rows, t0));
+      const auto code = hn::ConvertTo(d, Codes<F>(d, k.codes + c * channel_bytes, rows, t0));
       hn::Store(hn::Add(lo, hn::Mul(step, code)), d, column);
-      for (size_t p = 0; p < hn::Lanes(d) && t0 + p < n; ++p)
+      for (size_t p = 0; p < hn::Lanes(d) && t0 + p < n; ++p) {
         x[(t0 + p) * head_dim + c] = column[p];
+      }
     }
   }
 }

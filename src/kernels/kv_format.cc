@@ -116,7 +116,7 @@ void encode_rotated_value(KvFormat f, const float* x, size_t head_dim, uint8_t* 
     code[i] = static_cast<int>(std::clamp(std::nearbyint(x[i] / best_scale + center), 0.0f,
                                           static_cast<float>(levels - 1)));
   }
-  if (best_scale == 0.0f) std::fill(code.begin(), code.end(), static_cast<int>(center + 0.5f));
+  if (best_scale == 0.0f) std::fill(code.begin(), code.end(), levels / 2);
   pack_codes(f, code.data(), head_dim, out + 2);
 }
 
@@ -359,19 +359,12 @@ void kv_decode_block(KvFormat f, KvRole role, const void* block, size_t n, size_
     for (size_t t = 0; t < n; ++t) decode_row(f, in + t * row, head_dim, x + t * head_dim);
     return;
   }
-  RotatedKeyHeader header;
-  std::memcpy(&header, in, sizeof header);
-  const float d_step = fp16_to_fp32(header.d_step), d_min = fp16_to_fp32(header.d_min);
-  const uint8_t* sc = in + sizeof header;
-  const auto* mn = reinterpret_cast<const int8_t*>(sc + head_dim);
-  const uint8_t* codes = in + rotated_key_header_bytes(head_dim);
+  const RotatedKeyScales k = read_rotated_keys(in, head_dim);
   const size_t channel_bytes = rotated_code_bytes(f, rows);
   for (size_t t = 0; t < n; ++t) {
     for (size_t c = 0; c < head_dim; ++c) {
-      x[t * head_dim + c] =
-          d_min * static_cast<float>(mn[c]) +
-          d_step * static_cast<float>(sc[c]) *
-              static_cast<float>(rotated_code(f, codes + c * channel_bytes, rows, t));
+      x[t * head_dim + c] = k.min(c) + k.step(c) * static_cast<float>(rotated_code(
+                                                       f, k.codes + c * channel_bytes, rows, t));
     }
   }
 }

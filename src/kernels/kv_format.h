@@ -30,6 +30,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#include "base/fp16.h"
 
 namespace strata::kernels {
 
@@ -96,6 +99,25 @@ struct RotatedKeyHeader {
 };
 inline size_t rotated_key_header_bytes(size_t head_dim) {
   return sizeof(RotatedKeyHeader) + 2 * head_dim;
+}
+// A rotated key block read back: channel c's keys are min(c) + step(c) * code, each factor
+// rounded as here (the SIMD decoders and the scalar one agree to the bit by using these).
+struct RotatedKeyScales {
+  float d_step, d_min;
+  const uint8_t* sc;
+  const int8_t* mn;
+  const uint8_t* codes;  // channel by channel, rotated_code_bytes(f, rows) each
+
+  float step(size_t c) const { return d_step * static_cast<float>(sc[c]); }
+  float min(size_t c) const { return d_min * static_cast<float>(mn[c]); }
+};
+inline RotatedKeyScales read_rotated_keys(const void* block, size_t head_dim) {
+  const auto* in = static_cast<const uint8_t*>(block);
+  RotatedKeyHeader header;
+  std::memcpy(&header, in, sizeof header);
+  const uint8_t* sc = in + sizeof header;
+  return {fp16_to_fp32(header.d_step), fp16_to_fp32(header.d_min), sc,
+          reinterpret_cast<const int8_t*>(sc + head_dim), in + rotated_key_header_bytes(head_dim)};
 }
 // Bytes of a run of n codes.
 inline size_t rotated_code_bytes(KvFormat f, size_t n) {

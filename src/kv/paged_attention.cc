@@ -56,11 +56,13 @@ void attend_kv_head(KvPool& pool, std::span<const PageId> pages, size_t layer, s
   }
   const size_t n_pages = read.empty() ? (n_ctx + page_size - 1) / page_size : read.size();
   const auto page_at = [&](size_t i) { return read.empty() ? i : size_t{read[i]}; };
+  KvHeadView next = pool.head(pages[page_at(0)], layer, kv_head);
   for (size_t i = 0; i < n_pages; ++i) {
     const size_t p = page_at(i), start = p * page_size;
-    const KvHeadView view = pool.head(pages[p], layer, kv_head);
+    const KvHeadView view = next;
     if (i + 1 < n_pages) {
-      prefetch_head(pool.shape(), pool.head(pages[page_at(i + 1)], layer, kv_head));
+      next = pool.head(pages[page_at(i + 1)], layer, kv_head);
+      prefetch_head(pool.shape(), next);
     }
     const size_t n = std::min(page_size, n_ctx - start);
     if (!reference_reads) {
