@@ -70,8 +70,12 @@ std::string memory_size(double bytes) {
 double plan_bytes(const engine::KvPlan& plan, const kv::KvShape& shape) {
   double bytes = 0;
   for (const kv::ArenaSpec& a : plan.arenas) {
-    bytes +=
-        static_cast<double>(kv::page_bytes(shape, a.precision)) * static_cast<double>(a.n_pages);
+    bytes += static_cast<double>(kv::global_part_bytes(shape, a.precision)) *
+             static_cast<double>(a.n_pages);
+    if (shape.n_window_layers() > 0) {
+      bytes += static_cast<double>(kv::window_part_bytes(shape, a.precision)) *
+               static_cast<double>(std::min(a.n_pages, a.window_slots));
+    }
   }
   return bytes;
 }
@@ -437,7 +441,7 @@ EngineLoad Engine::load() const {
   for (kv::KvPrecision p : cache.pool().precisions()) {
     const size_t pages = cache.pool().used_pages(p);
     if (pages == 0) continue;
-    const size_t bytes = pages * kv::page_bytes(cache.shape(), p);
+    const size_t bytes = cache.pool().used_bytes(p);
     load.kv_pages_by_precision[kv::precision_name(p)] = pages;
     load.kv_bytes_by_precision[kv::precision_name(p)] = bytes;
     load.kv_bytes_used += bytes;

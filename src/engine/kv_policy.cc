@@ -164,7 +164,10 @@ kv::KvPrecision to_kv(KvPrecision p) {
   return kv::KvPrecision::kF16;
 }
 
-Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
+namespace {
+
+// The pages of each precision, before the window slots.
+Result<KvPlan> plan_pages(const KvPlanInput& in) {
   const KvCachePolicy& policy = in.policy;
   const size_t page = in.shape.page_size;
   const size_t all_pages = pages_for(in.context, page);
@@ -222,6 +225,23 @@ Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
   add_arena(plan.arenas, write, hot * in.sequences);
   if (t.warm && warm > 0) add_arena(plan.arenas, *t.warm, warm * in.sequences);
   if (t.cold && cold > 0) add_arena(plan.arenas, *t.cold, cold * in.sequences);
+  return plan;
+}
+
+}  // namespace
+
+Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
+  STRATA_ASSIGN_OR_RETURN(KvPlan plan, plan_pages(in));
+  if (in.shape.n_window_layers() == 0) return plan;
+  // Sliding-window layers: per sequence, the pages whose window parts a step can need at once
+  // are the window's, the step's new ones and the one being filled (KvCache::release_windows
+  // runs before each step's writes). Any arena may hold them: tiers can age a page inside the
+  // window.
+  const size_t page = in.shape.page_size;
+  const size_t window_pages =
+      std::min(pages_for(in.context, page),
+               pages_for(in.shape.window, page) + pages_for(in.batch_tokens, page) + 2);
+  for (kv::ArenaSpec& a : plan.arenas) a.window_slots = window_pages * in.sequences;
   return plan;
 }
 

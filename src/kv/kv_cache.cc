@@ -66,7 +66,7 @@ size_t KvCache::pages_needed(SeqId seq, size_t n_positions) const {
 bool KvCache::make_private(SeqPages& s, size_t index) {
   const PageId old = s.pages[index];
   if (pool_.page(old).ref_count <= 1) return true;
-  Result<PageId> copy = take_page(pool_.page(old).precision);
+  Result<PageId> copy = take_page(pool_.page(old).precision, pool_.has_window(old));
   if (!copy.ok()) return false;
   pool_.copy(old, *copy);
   drop(old);
@@ -77,7 +77,7 @@ bool KvCache::make_private(SeqPages& s, size_t index) {
 Status KvCache::reserve(SeqId seq, size_t n_positions) {
   const size_t need = pages_needed(seq, n_positions);
   const size_t free = pool_.free_pages(pool_.default_precision());
-  if (need > free) {
+  if (!pool_.can_allocate(pool_.default_precision(), need)) {
     return make_error(ErrorCode::kOutOfRange,
                       "KV cache is full: " + std::to_string(need) + " more pages needed, " +
                           std::to_string(free) +
@@ -202,12 +202,14 @@ void KvCache::write(SeqId seq, size_t pos, size_t layer, const float* k, const f
 
 bool KvCache::recode(SeqPages& s, size_t index, KvPrecision to) {
   const PageId old = s.pages[index];
-  Result<PageId> fresh = take_page(to);
+  const bool window = pool_.has_window(old);
+  Result<PageId> fresh = take_page(to, window);
   if (!fresh.ok()) return false;
   const KvShape& sh = shape();
   const size_t n = pool_.page(old).n_filled;
   float* rows = scratch_.data();
   for (size_t layer = 0; layer < sh.n_layers; ++layer) {
+    if (!window && sh.window_layer(layer)) continue;  // released: nothing to re-encode
     for (size_t h = 0; h < sh.n_kv_heads; ++h) {
       const KvHeadView from = pool_.head(old, layer, h);
       const KvHeadView into = pool_.head(*fresh, layer, h);
@@ -264,8 +266,41 @@ size_t KvCache::age(SeqId seq) {
   return recoded;
 }
 
-Result<PageId> KvCache::take_page(KvPrecision precision) {
-  Result<PageId> id = pool_.allocate(precision);
+bool KvCache::past_window(const SeqPages& s, size_t index) const {
+  // The next query is at position `length` or later and reads positions (p - window, p].
+  const KvShape& sh = shape();
+  return (index + 1) * sh.page_size + sh.window <= s.length + 1;
+}
+
+size_t KvCache::release_windows(SeqId seq) {
+  if (!pool_.has_window_layers()) return 0;
+  auto it = sequences_.find(seq);
+  if (it == sequences_.end()) return 0;
+  SeqPages& s = it->second;
+  size_t released = 0;
+  for (size_t i = s.window_from; i < s.pages.size() && past_window(s, i); ++i) {
+    const PageId id = s.pages[i];
+    if (!pool_.has_window(id)) {
+      if (i == s.window_from) ++s.window_from;
+      continue;
+    }
+    // A shared page goes when every holder is past it (they hold it at the same index).
+    const bool everyone_past =
+        pool_.page(id).ref_count == 1 ||
+        std::all_of(sequences_.begin(), sequences_.end(), [&](const auto& entry) {
+          const SeqPages& o = entry.second;
+          return i >= o.pages.size() || o.pages[i] != id || past_window(o, i);
+        });
+    if (!everyone_past) continue;
+    pool_.release_window(id);
+    ++released;
+    if (i == s.window_from) ++s.window_from;
+  }
+  return released;
+}
+
+Result<PageId> KvCache::take_page(KvPrecision precision, bool window) {
+  Result<PageId> id = pool_.allocate(precision, window);
   if (id.ok() && pool_.page(*id).indexed) forget(*id);
   return id;
 }

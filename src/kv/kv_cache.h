@@ -106,6 +106,12 @@ class KvCache {
   // Re-encodes seq's full pages whose tier has changed since they were written (a page with no
   // room in its target arena waits for the next call); returns the pages re-encoded.
   size_t age(SeqId seq);
+  // Sliding-window layers (kv_page.h): gives back the window parts of seq's pages that every
+  // query still to come (at its length or later) is past; returns how many. The engine calls it
+  // once a step, before the step's writes; truncating below what was released since would need
+  // positions whose window layers are gone (rolled-back guesses never go below the length).
+  size_t release_windows(SeqId seq);
+
   // Positions stored over all sequences (shared pages counted once), for the figures of bytes
   // per token and compression against f16 (the pool gives the pages' bytes).
   size_t stored_positions() const;
@@ -142,9 +148,13 @@ class KvCache {
     // pages, as far as index() has seen them.
     PageKey root;
     std::vector<PageKey> keys;
+    size_t window_from = 0;  // pages before it have no window parts left
   };
-  // A free page of `precision`; one still indexed leaves the index (its contents are given up).
-  Result<PageId> take_page(KvPrecision precision);
+  // A free page of `precision`, with a window part unless `window` is false; one still indexed
+  // leaves the index (its contents are given up).
+  Result<PageId> take_page(KvPrecision precision, bool window = true);
+  // Whether every query still to come for s is past the window of page `index`.
+  bool past_window(const SeqPages& s, size_t index) const;
   // Drops one holder of a page; an indexed page nobody holds now goes to the store.
   void drop(PageId id);
   void forget(PageId id);
@@ -159,6 +169,8 @@ class KvCache {
   };
   CachedRun cached_run(std::span<const int32_t> tokens, const PageKey& root,
                        size_t max_positions) const;
+  // Whether pages, a sequence's first ones, keep the window parts the next query would read.
+  bool window_intact(std::span<const PageId> pages) const;
   // Gives seq its own copy of its page `index` if others hold it too; false when no page is free.
   bool make_private(SeqPages& s, size_t index);
   size_t shared_pages_in(const SeqPages& s, size_t from, size_t to) const;

@@ -19,8 +19,11 @@ void KvCache::forget(PageId id) {
 void KvCache::save(PageId id) {
   std::span<const uint16_t> summary;
   if (!pool_.key_summaries().empty()) summary = pool_.key_summaries().page(id);
-  Status saved =
-      store_->save(*prefix_.entry(id), pool_.page(id).precision, pool_.data(id), summary);
+  // The global part, then the window part where the page still has it (kv/prefix_store.h).
+  std::vector<unsigned char> data(pool_.data(id).begin(), pool_.data(id).end());
+  const std::span<const unsigned char> window = pool_.window_data(id);
+  data.insert(data.end(), window.begin(), window.end());
+  Status saved = store_->save(*prefix_.entry(id), pool_.page(id).precision, data, summary);
   if (saved.ok()) {
     pool_.page(id).saved = true;
   } else if (!save_failed_) {
@@ -48,9 +51,13 @@ bool KvCache::load_saved(SavedPage&& saved) {
       prefix_.find(saved.entry.key, saved.entry.parent, saved.entry.tokens)) {
     return false;
   }
-  Result<PageId> id = take_page(saved.precision);
+  const size_t global = global_part_bytes(shape(), saved.precision);
+  const bool window = saved.data.size() > global;
+  Result<PageId> id = take_page(saved.precision, window);
   if (!id.ok()) return false;
-  std::memcpy(pool_.data(*id).data(), saved.data.data(), saved.data.size());
+  std::memcpy(pool_.data(*id).data(), saved.data.data(), global);
+  if (window) std::memcpy(pool_.window_data(*id).data(), saved.data.data() + global,
+                          saved.data.size() - global);
   if (summary > 0) {
     std::copy(saved.summary.begin(), saved.summary.end(), pool_.key_summaries().page(*id).begin());
   }
@@ -75,7 +82,22 @@ KvCache::CachedRun KvCache::cached_run(std::span<const int32_t> tokens, const Pa
     run.pages.push_back(*id);
     run.keys.push_back(key);
   }
+  // The first query after the run reads the window before it: a run whose window layers there
+  // were released is cut back to one whose window is whole.
+  while (!run.pages.empty() && !window_intact(run.pages)) {
+    run.pages.pop_back();
+    run.keys.pop_back();
+  }
   return run;
+}
+
+bool KvCache::window_intact(std::span<const PageId> pages) const {
+  if (!pool_.has_window_layers()) return true;
+  const KvShape& sh = shape();
+  const size_t end = pages.size() * sh.page_size;  // the next query's position
+  const size_t first = end + 1 > sh.window ? (end + 1 - sh.window) / sh.page_size : 0;
+  return std::all_of(pages.begin() + static_cast<ptrdiff_t>(std::min(first, pages.size())),
+                     pages.end(), [this](PageId id) { return pool_.has_window(id); });
 }
 
 size_t KvCache::cached_prefix(std::span<const int32_t> tokens, std::string_view salt,

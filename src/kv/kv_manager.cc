@@ -11,7 +11,10 @@ size_t KvManager::attach_prefix(SeqId seq, std::span<const int32_t> tokens, std:
 }
 
 std::optional<std::span<const PageId>> KvManager::allocate(SeqId seq, size_t n_tokens) {
-  cache_.age(seq);  // pages that aged out of the hot window since the last step leave it first
+  // Window parts every query still to come is past go back first, then pages that aged out of
+  // the hot tier since the last step leave it (without re-encoding the released parts).
+  cache_.release_windows(seq);
+  cache_.age(seq);
   if (!cache_.reserve(seq, cache_.length(seq) + n_tokens).ok()) return std::nullopt;
   return cache_.page_table(seq);
 }

@@ -10,10 +10,17 @@
 // Positions of one head are contiguous, so attention over a page reads one dense block per head,
 // and a block is the unit a format's scales cover (the rotated formats' per-channel key steps
 // span the page's positions).
+//
+// Sliding-window layers (Gemma 2 and 3: a query at p reads positions (p - window, p] only) keep
+// their layers of a page in a separate window part, a slot of its own in the pool: once every
+// query still to come is past the page, the window part goes back to the pool and the page keeps
+// the global layers only. A long context then costs the global layers' KV plus one window per
+// sequence. The two parts have the layout above over their own layers, in layer order.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/kv_format.h"
 
@@ -34,8 +41,20 @@ struct KvShape {
   size_t n_kv_heads = 0;
   size_t head_dim = 0;
   size_t page_size = 32;  // positions per page
+  // Per layer, whether it attends through a sliding window of `window` positions (its data then
+  // lives in a page's window part); empty when no layer does.
+  std::vector<bool> window_layers = {};
+  size_t window = 0;
 
   size_t head_block_elements() const { return page_size * head_dim; }
+  bool window_layer(size_t layer) const {
+    return layer < window_layers.size() && window_layers[layer];
+  }
+  size_t n_window_layers() const {
+    size_t n = 0;
+    for (bool w : window_layers) n += w ? 1 : 0;
+    return n;
+  }
 
   // Bytes of one KV head's keys or values in a page of precision p (kernels::kv_block_bytes).
   size_t block_bytes(KvPrecision p, kernels::KvRole role) const {
@@ -47,10 +66,19 @@ struct KvShape {
   }
 };
 
-// Bytes of one page of a precision.
+// Bytes of one page of a precision, both parts.
 inline size_t page_bytes(const KvShape& shape, KvPrecision p) {
   return shape.n_layers * shape.layer_bytes(p);
 }
+// Bytes of a page's window part (its sliding-window layers), and of the rest.
+inline size_t window_part_bytes(const KvShape& shape, KvPrecision p) {
+  return shape.n_window_layers() * shape.layer_bytes(p);
+}
+inline size_t global_part_bytes(const KvShape& shape, KvPrecision p) {
+  return page_bytes(shape, p) - window_part_bytes(shape, p);
+}
+
+inline constexpr uint32_t kNoWindowSlot = UINT32_MAX;
 
 // Bookkeeping of one page; its data lives in the arena of its precision.
 struct KvPage {
@@ -58,6 +86,8 @@ struct KvPage {
   uint8_t arena = 0;       // index of the pool's arena that holds the data
   uint32_t ref_count = 0;  // sequences holding the page; shared prefix pages have more than one
   uint32_t n_filled = 0;   // positions written, from the page's start
+  // The slot of its window part in the arena, or kNoWindowSlot: released, or no window layers.
+  uint32_t window_slot = kNoWindowSlot;
   // In the prefix index (kv/prefix_index.h): full, immutable, findable by content even with no
   // holder left; saved to the prefix store once (`saved`) when there is one.
   bool indexed = false;

@@ -1,5 +1,6 @@
 #include "kv/kv_pool.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <new>
@@ -12,14 +13,38 @@ namespace strata::kv {
 KvPool::KvPool(const KvShape& shape, size_t n_pages, KvPrecision precision)
     : KvPool(shape, std::span<const ArenaSpec>(std::vector<ArenaSpec>{{precision, n_pages}})) {}
 
-KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas) : shape_(shape) {
+namespace {
+
+size_t slot_count(const KvShape& shape, const ArenaSpec& spec) {
+  return shape.n_window_layers() == 0 ? 0 : std::min(spec.n_pages, spec.window_slots);
+}
+
+}  // namespace
+
+size_t arena_bytes(const KvShape& shape, const ArenaSpec& spec) {
+  return spec.n_pages * global_part_bytes(shape, spec.precision) +
+         slot_count(shape, spec) * window_part_bytes(shape, spec.precision);
+}
+
+KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas)
+    : shape_(shape), layer_index_(shape.n_layers), windows_(shape.n_window_layers() > 0) {
   assert(!arenas.empty());
+  size_t in_part[2] = {0, 0};
+  for (size_t l = 0; l < shape.n_layers; ++l) layer_index_[l] = in_part[shape.window_layer(l)]++;
   for (const ArenaSpec& spec : arenas) {
     assert(find(spec.precision) == nullptr);
-    const size_t bytes = page_bytes(shape, spec.precision);
-    Arena a{spec.precision, bytes, static_cast<PageId>(pages_.size()),
+    const size_t bytes = global_part_bytes(shape, spec.precision);
+    const size_t slot_bytes = window_part_bytes(shape, spec.precision);
+    Arena a{spec.precision, bytes, slot_bytes, static_cast<PageId>(pages_.size()),
             allocate_huge_page_backed(bytes * spec.n_pages), spec.n_pages};
     if (a.data == nullptr) throw std::bad_alloc();
+    a.n_slots = slot_count(shape, spec);
+    if (a.n_slots > 0) {
+      a.window_data = allocate_huge_page_backed(slot_bytes * a.n_slots);
+      if (a.window_data == nullptr) throw std::bad_alloc();
+      // Handed out lowest first (the stack's top is its back).
+      for (size_t i = a.n_slots; i-- > 0;) a.free_slots.push_back(static_cast<uint32_t>(i));
+    }
     for (size_t i = 0; i < spec.n_pages; ++i) {
       const auto id = static_cast<PageId>(pages_.size());
       pages_.push_back(KvPage{spec.precision, static_cast<uint8_t>(arenas_.size()), 0, 0});
@@ -90,13 +115,36 @@ std::vector<KvPrecision> KvPool::precisions() const {
 
 size_t KvPool::bytes() const {
   size_t n = 0;
-  for (const Arena& a : arenas_) n += a.n_pages * a.page_bytes;
+  for (const Arena& a : arenas_) n += a.n_pages * a.page_bytes + a.n_slots * a.slot_bytes;
   return n;
+}
+
+size_t KvPool::window_slots(KvPrecision precision) const {
+  const Arena* a = find(precision);
+  return a ? a->n_slots : 0;
+}
+
+size_t KvPool::used_window_slots(KvPrecision precision) const {
+  const Arena* a = find(precision);
+  return a ? a->n_slots - a->free_slots.size() - a->slots_on_free_pages : 0;
+}
+
+size_t KvPool::used_bytes(KvPrecision precision) const {
+  const Arena* a = find(precision);
+  if (a == nullptr) return 0;
+  return (a->n_pages - a->n_free) * a->page_bytes + used_window_slots(precision) * a->slot_bytes;
+}
+
+bool KvPool::can_allocate(KvPrecision precision, size_t n) const {
+  const Arena* a = find(precision);
+  if (a == nullptr) return n == 0;
+  if (n > a->n_free) return false;
+  return !windows_ || n <= a->free_slots.size() + a->slots_on_free_pages;
 }
 
 Result<PageId> KvPool::allocate() { return allocate(default_precision()); }
 
-Result<PageId> KvPool::allocate(KvPrecision precision) {
+Result<PageId> KvPool::allocate(KvPrecision precision, bool window) {
   Arena* a = find(precision);
   if (a == nullptr || a->n_free == 0) {
     return make_error(ErrorCode::kOutOfRange,
@@ -105,17 +153,58 @@ Result<PageId> KvPool::allocate(KvPrecision precision) {
                           " tokens); raise the context size or run fewer sequences at once");
   }
   const PageId id = a->head;
-  unlink(*a, id);
   KvPage& p = pages_[id];
+  if (windows_ && window && p.window_slot == kNoWindowSlot && !take_window_slot(*a, id)) {
+    return make_error(ErrorCode::kOutOfRange,
+                      "KV cache is full (" + std::to_string(a->n_slots) +
+                          " sliding-window slots in use); run fewer sequences at once");
+  }
+  unlink(*a, id);
+  if (p.window_slot != kNoWindowSlot) {
+    --a->slots_on_free_pages;
+    if (!window) give_back_slot(*a, p);
+  }
   p.ref_count = 1;
   p.n_filled = 0;
   return id;
 }
 
+bool KvPool::take_window_slot(Arena& a, PageId id) {
+  if (a.free_slots.empty()) {
+    // The free page handed out soonest that holds a slot gives it up (its window layers can no
+    // longer start a cached prefix: KvCache::cached_run checks).
+    PageId donor = a.head;
+    while (donor != kNoPage && pages_[donor].window_slot == kNoWindowSlot) {
+      donor = links_[donor].next;
+    }
+    if (donor == kNoPage) return false;
+    --a.slots_on_free_pages;
+    give_back_slot(a, pages_[donor]);
+  }
+  pages_[id].window_slot = a.free_slots.back();
+  a.free_slots.pop_back();
+  ++a.slots_on_free_pages;  // the page is still free; allocate() counts it out
+  return true;
+}
+
+void KvPool::give_back_slot(Arena& a, KvPage& page) {
+  a.free_slots.push_back(page.window_slot);
+  page.window_slot = kNoWindowSlot;
+}
+
+void KvPool::release_window(PageId id) {
+  KvPage& p = pages_[id];
+  assert(p.ref_count > 0);
+  if (p.window_slot != kNoWindowSlot) give_back_slot(arenas_[p.arena], p);
+}
+
 void KvPool::retain(PageId id) {
   KvPage& p = pages_[id];
   assert(p.ref_count > 0 || p.indexed);  // only a cached prefix is taken back from the free list
-  if (p.ref_count++ == 0) unlink(arenas_[p.arena], id);
+  if (p.ref_count++ > 0) return;
+  Arena& a = arenas_[p.arena];
+  unlink(a, id);
+  if (p.window_slot != kNoWindowSlot) --a.slots_on_free_pages;
 }
 
 void KvPool::release(PageId id) {
@@ -125,8 +214,10 @@ void KvPool::release(PageId id) {
   Arena& a = arenas_[p.arena];
   if (p.indexed) {
     push_back(a, id);
+    if (p.window_slot != kNoWindowSlot) ++a.slots_on_free_pages;
   } else {
     push_front(a, id);
+    if (p.window_slot != kNoWindowSlot) give_back_slot(a, p);  // its contents are worth nothing
   }
 }
 
@@ -139,9 +230,19 @@ std::span<unsigned char> KvPool::data(PageId id) {
   return {page_data(id), arenas_[pages_[id].arena].page_bytes};
 }
 
+std::span<unsigned char> KvPool::window_data(PageId id) {
+  const KvPage& p = pages_[id];
+  if (p.window_slot == kNoWindowSlot) return {};
+  Arena& a = arenas_[p.arena];
+  return {a.window_data.get() + size_t{p.window_slot} * a.slot_bytes, a.slot_bytes};
+}
+
 void KvPool::copy(PageId from, PageId to) {
   assert(pages_[from].precision == pages_[to].precision);
+  assert(has_window(to) || !has_window(from));
   std::memcpy(page_data(to), page_data(from), arenas_[pages_[from].arena].page_bytes);
+  const std::span<unsigned char> window = window_data(from);
+  if (!window.empty()) std::memcpy(window_data(to).data(), window.data(), window.size());
   pages_[to].n_filled = pages_[from].n_filled;
   if (!summaries_.empty()) summaries_.copy(from, to);
 }
@@ -150,9 +251,21 @@ void KvPool::enable_key_summaries() {
   if (summaries_.empty()) summaries_ = KeySummaries(shape_, pages_.size());
 }
 
+const unsigned char* KvPool::layer_data(PageId id, size_t layer) const {
+  const KvPage& p = pages_[id];
+  const Arena& a = arenas_[p.arena];
+  const size_t offset = layer_index_[layer] * shape_.layer_bytes(p.precision);
+  if (shape_.window_layer(layer)) {
+    assert(p.window_slot != kNoWindowSlot);  // released parts are never read
+    return a.window_data.get() + size_t{p.window_slot} * a.slot_bytes + offset;
+  }
+  return a.data.get() + static_cast<size_t>(id - a.first) * a.page_bytes + offset;
+}
+
 KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {
   const KvPrecision precision = pages_[id].precision;
-  unsigned char* base = page_data(id) + layer * shape_.layer_bytes(precision);
+  // The pool owns the bytes; the const lookup is shared with key_block.
+  auto* base = const_cast<unsigned char*>(layer_data(id, layer));
   const size_t k_block = shape_.block_bytes(precision, kernels::KvRole::kKeys);
   const size_t v_block = shape_.block_bytes(precision, kernels::KvRole::kValues);
   return KvHeadView{base + kv_head * k_block,
@@ -161,10 +274,7 @@ KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {
 
 const void* KvPool::key_block(PageId id, size_t layer, size_t kv_head) const {
   const KvPrecision precision = pages_[id].precision;
-  const Arena& a = arenas_[pages_[id].arena];
-  const unsigned char* page = a.data.get() + static_cast<size_t>(id - a.first) * a.page_bytes;
-  return page + layer * shape_.layer_bytes(precision) +
-         kv_head * shape_.block_bytes(precision, kernels::KvRole::kKeys);
+  return layer_data(id, layer) + kv_head * shape_.block_bytes(precision, kernels::KvRole::kKeys);
 }
 
 }  // namespace strata::kv

@@ -177,7 +177,10 @@ Result<SavedPage> parse_saved_page(std::span<const uint8_t> in, const PageKey& r
     t = static_cast<int32_t>(u);
   }
   uint64_t n = 0;
-  if (!r.u64(n) || n != page_bytes(shape, page.precision) || n > r.left()) {
+  // A page whose window part was released before it was saved has its global part only.
+  if (!r.u64(n) ||
+      (n != page_bytes(shape, page.precision) && n != global_part_bytes(shape, page.precision)) ||
+      n > r.left()) {
     return broken("page data of the wrong size");
   }
   page.data.resize(n);

@@ -10,7 +10,8 @@
 //   key[16] parent[16]            the page's chain key and its parent's (kv/page_key.h)
 //   u32 precision u32 page_size u32 n_layers u32 n_kv_heads u32 head_dim
 //   i32 tokens[page_size]
-//   u64 data_bytes   data         the page in its precision (kv/kv_page.h)
+//   u64 data_bytes   data         the page in its precision: its global part, then its window
+//                                 part unless that was released (kv/kv_page.h)
 //   u64 summary_u16s summary      its key summaries (kv/key_summary.h), or none
 //   sha256[32]                    of everything before it
 // A file is used only when every field agrees with this engine and the key is the chain key of

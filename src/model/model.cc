@@ -30,7 +30,16 @@ Result<std::unique_ptr<Model>> Model::load(std::unique_ptr<gguf::File> file,
 void Model::use_context(size_t n_ctx) { weights_.long_rope = n_ctx > config_.n_ctx_orig; }
 
 kv::KvShape Model::kv_shape(size_t page_size) const {
-  return kv::KvShape{config_.n_layers, config_.n_kv_heads, config_.head_dim, page_size};
+  kv::KvShape shape{config_.n_layers, config_.n_kv_heads, config_.head_dim, page_size};
+  // Sliding-window layers (one window for all of them) keep their KV in pages' window parts,
+  // released as sequences move on. An encoder reads every position, ahead too: none.
+  for (const LayerSpec& layer : config_.layers) {
+    if (layer.sliding_window == 0 || config_.encoder) continue;
+    shape.window_layers.resize(config_.n_layers);
+    shape.window_layers[&layer - config_.layers.data()] = true;
+    shape.window = layer.sliding_window;
+  }
+  return shape;
 }
 
 Status Model::forward(const Batch& batch, kv::KvCache& cache, ThreadPool& pool, float* out,

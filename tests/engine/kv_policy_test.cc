@@ -58,6 +58,26 @@ TEST(KvPolicyTest, PlansAnArenaPerTierSizedForTheContext) {
   EXPECT_EQ(plan->tiers.hot_tokens, 256u);
 }
 
+TEST(KvPolicyTest, SizesWindowPartsForTheWindowAndAStepPerSequence) {
+  KvPlanInput in = input(KvCachePolicy{}, 64);
+  in.shape.window_layers = {true, false};
+  in.shape.window = 512;
+  Result<KvPlan> plan = plan_kv_cache(in);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->arenas.size(), 1u);
+  // Per sequence 256 pages; window parts for 16 pages of window, 4 of a step and 2 more.
+  EXPECT_EQ(plan->arenas[0].n_pages, 2u * 256);
+  EXPECT_EQ(plan->arenas[0].window_slots, 2u * 22);
+  // Every tier's arena can hold them: a page may age inside the window.
+  in.policy.tiers = *parse_kv_tiers("sink=32,hot=256,warm=q8_0:1024,cold=r3");
+  plan = plan_kv_cache(in);
+  ASSERT_TRUE(plan.ok());
+  for (const kv::ArenaSpec& a : plan->arenas) EXPECT_EQ(a.window_slots, 2u * 22);
+  // Without window layers the field is not set.
+  EXPECT_EQ(plan_kv_cache(input(KvCachePolicy{}, 64))->arenas[0].window_slots,
+            kv::ArenaSpec::kOnePerPage);
+}
+
 TEST(KvPolicyTest, ARotatedTypeAloneIsWrittenF16AndEncodedWhenFull) {
   KvCachePolicy p;
   p.hot = KvPrecision::kR4;
