@@ -35,8 +35,12 @@ KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas)
     assert(find(spec.precision) == nullptr);
     const size_t bytes = global_part_bytes(shape, spec.precision);
     const size_t slot_bytes = window_part_bytes(shape, spec.precision);
-    Arena a{spec.precision, bytes, slot_bytes, static_cast<PageId>(pages_.size()),
-            allocate_huge_page_backed(bytes * spec.n_pages), spec.n_pages};
+    Arena a{spec.precision,
+            bytes,
+            slot_bytes,
+            static_cast<PageId>(pages_.size()),
+            allocate_huge_page_backed(bytes * spec.n_pages),
+            spec.n_pages};
     if (a.data == nullptr) throw std::bad_alloc();
     a.n_slots = slot_count(shape, spec);
     if (a.n_slots > 0) {

@@ -158,13 +158,15 @@ TEST(WindowPartsTest, TheStoreKeepsPagesWithAndWithoutTheirWindowPart) {
   std::iota(tokens.begin(), tokens.end(), 9);
   {
     KvCache cache(window_shape(), f32(16, 16));
-    cache.enable_prefix_cache(root, std::move(PrefixStore::open(dir.string(), root, window_shape())).value());
+    cache.enable_prefix_cache(
+        root, std::move(PrefixStore::open(dir.string(), root, window_shape())).value());
     cache.attach_prefix(0, tokens, "", 0);
     for (size_t to = 1; to <= 40; ++to) compute(cache, 0, to, tokens);
     cache.remove(0);  // pages 0-1 without window parts, 2-4 with them: all saved
   }
   KvCache restarted(window_shape(), f32(16, 16));
-  restarted.enable_prefix_cache(root, std::move(PrefixStore::open(dir.string(), root, window_shape())).value());
+  restarted.enable_prefix_cache(
+      root, std::move(PrefixStore::open(dir.string(), root, window_shape())).value());
   EXPECT_EQ(restarted.loaded_pages().loaded, 5u);
   EXPECT_EQ(restarted.cached_prefix(tokens, "", 40), 40u);
   const size_t n = restarted.attach_prefix(1, tokens, "", 40);
