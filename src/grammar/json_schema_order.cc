@@ -72,31 +72,57 @@ class InstanceOrderer {
     for (size_t i = first; i < last; ++i) add_branches((*out)[i], instance, out, depth);
   }
 
+  // A subschema still to flatten, or subschemas already flattened (a conditional's rewrite).
+  struct Pending {
+    const Json* schema = nullptr;
+    std::vector<const Json*> flat;
+  };
+
+  // `schema` and its allOf members in the order the converter merges them, level by level:
+  // Converter::merge appends each member's own allOf list to the merged schema's, which is
+  // visited only after every member of this level. So: the schema's own keywords (a $ref
+  // target's first), then each allOf member's own, then the allOf lists those held, and so on.
   void flatten_own(const Json* schema, const Json& instance, std::vector<const Json*>* out,
                    int depth) const {
+    std::vector<Pending> level = {{schema, {}}};
+    for (int d = depth; !level.empty() && d <= 32; ++d) {
+      std::vector<Pending> next;
+      for (const Pending& p : level) {
+        if (p.schema != nullptr) {
+          add_own(p.schema, instance, out, &next, d);
+          continue;
+        }
+        for (const Json* s : p.flat) {
+          if (std::find(out->begin(), out->end(), s) == out->end()) out->push_back(s);
+        }
+      }
+      level = std::move(next);
+    }
+  }
+
+  // Adds a schema (after its $ref target) to `out`, and what merges after this level to `next`:
+  // its allOf members, then the allOf pieces the converter rewrites if/then/else and the
+  // dependency keywords into (json_schema_negate.cc), in this order.
+  void add_own(const Json* schema, const Json& instance, std::vector<const Json*>* out,
+               std::vector<Pending>* next, int depth) const {
     if (depth > 32 || !schema->is_object()) return;
     if (std::find(out->begin(), out->end(), schema) != out->end()) return;
     if (schema->contains("$ref") && (*schema)["$ref"].is_string()) {
       if (const Json* target = resolve((*schema)["$ref"].get<std::string>())) {
-        flatten_own(target, instance, out, depth + 1);
+        add_own(target, instance, out, next, depth + 1);
       }
     }
     out->push_back(schema);
     if (schema->contains("allOf") && (*schema)["allOf"].is_array()) {
-      for (const Json& branch : (*schema)["allOf"]) flatten_own(&branch, instance, out, depth + 1);
+      for (const Json& branch : (*schema)["allOf"]) next->push_back({&branch, {}});
     }
-    // The converter rewrites if/then/else and the dependency keywords into allOf pieces after
-    // the schema's own allOf (json_schema_negate.cc), in this order.
     if (schema->contains("if") && instance.is_object()) {
       std::vector<const Json*> with_then, with_else;
       flatten(&(*schema)["if"], instance, &with_then, depth + 1);
       if (schema->contains("then")) flatten(&(*schema)["then"], instance, &with_then, depth + 1);
       if (schema->contains("else")) flatten(&(*schema)["else"], instance, &with_else, depth + 1);
-      const auto& chosen =
-          fit(with_else, instance) > fit(with_then, instance) ? with_else : with_then;
-      for (const Json* s : chosen) {
-        if (std::find(out->begin(), out->end(), s) == out->end()) out->push_back(s);
-      }
+      next->push_back(
+          {nullptr, fit(with_else, instance) > fit(with_then, instance) ? with_else : with_then});
     }
     for (const char* key : {"dependencies", "dependentRequired", "dependentSchemas"}) {
       if (!instance.is_object() || !schema->contains(key) || !(*schema)[key].is_object()) {
@@ -104,14 +130,16 @@ class InstanceOrderer {
       }
       for (const auto& [name, dependency] : (*schema)[key].items()) {
         if (!instance.contains(name)) continue;
+        Pending piece;
         synthesized_.push_back(Json{{"required", Json::array({name})}});
-        out->push_back(&synthesized_.back());
+        piece.flat.push_back(&synthesized_.back());
         if (dependency.is_array()) {
           synthesized_.push_back(Json{{"required", dependency}});
-          out->push_back(&synthesized_.back());
+          piece.flat.push_back(&synthesized_.back());
         } else {
-          flatten(&dependency, instance, out, depth + 1);
+          flatten(&dependency, instance, &piece.flat, depth + 1);
         }
+        next->push_back(std::move(piece));
       }
     }
   }

@@ -49,7 +49,7 @@ TEST_P(SlidingWindowEngineTest, ThreeStreamsGiveTheReferenceTokensWhileWindowPar
   options.max_sequences = 3;
   options.batch_tokens = 64;  // the prompt in chunks: windows released between them
   options.context = 1024;
-  options.prefix_cache.enabled = true;  // later streams start on the first one's pages
+  options.prefix_cache.enabled = true;          // later streams start on the first one's pages
   options.kv.attention = AttentionMode::kFast;  // the reference engine's f32 accumulation
   Result<std::unique_ptr<Engine>> engine = Engine::create(options);
   ASSERT_TRUE(engine.ok()) << engine.error().message;

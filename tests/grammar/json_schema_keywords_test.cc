@@ -24,6 +24,7 @@ namespace {
 std::shared_ptr<const TokenVocabulary> byte_vocabulary() {
   static const auto vocabulary = [] {
     std::vector<std::string> pieces;
+    pieces.reserve(256);
     for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
     return TokenVocabulary::from_pieces(std::move(pieces), {});
   }();
@@ -60,6 +61,26 @@ void check(const Case& c, const JsonSchemaOptions& options = {}) {
     ASSERT_TRUE(ordered.ok()) << text;
     EXPECT_FALSE(accepts(*compiled, *ordered)) << "invalid instance accepted: " << *ordered;
   }
+}
+
+// The converter merges an allOf level by level: the members' own properties, then the allOf
+// lists the members hold (appended to the merged schema's and visited after). The instance
+// reorderer must put keys in the same order, or the benchmark's valid instances are refused
+// (JSONSchemaBench o67449: a nested allOf of $refs beside two more $refs).
+TEST(JsonSchemaKeywords, NestedAllOfKeysComeInTheConvertersOrder) {
+  const char* schema = R"({"definitions": {
+      "a": {"type": "object", "properties": {"entry": {"type": "string"}}},
+      "b": {"type": "object", "properties": {"env": {"type": "string"}}},
+      "c": {"type": "object", "properties": {"run": {"type": "string"},
+                                             "runner": {"type": "string"}}}},
+    "type": "object",
+    "allOf": [{"allOf": [{"$ref": "#/definitions/a"}, {"$ref": "#/definitions/b"}]},
+              {"$ref": "#/definitions/c"}]})";
+  const std::string instance = R"({"entry":"x","env":"y","run":"z","runner":"w"})";
+  auto ordered = order_instance_like_schema(schema, instance);
+  ASSERT_TRUE(ordered.ok());
+  EXPECT_EQ(*ordered, R"({"run":"z","runner":"w","entry":"x","env":"y"})");
+  check({"nested allOf", schema, {instance, R"({"entry":"x","runner":"w"})"}, {R"({"run":1})"}});
 }
 
 TEST(JsonSchemaKeywords, Not) {
