@@ -231,8 +231,14 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
          },
          "the most memory the KV cache may take, e.g. 2G, 1.5GiB or 512M (K/M/G are 1024's; "
          "default: what fits beside the weights); a context that needs more is refused with "
-         "what --kv-tiers default would take instead")
+         "what --kv-tiers default would take instead; pages offloaded by --kv-offload do not "
+         "count")
       ->type_name("SIZE");
+  sub.add_option("--kv-offload", options.kv.offload_dir,
+                 "keep the coldest KV pages (--kv-tiers' cold tier, or every page without tiers) "
+                 "in a file in this folder, which the kernel writes out under memory pressure and "
+                 "reads back when attended; its disk space is reserved at start")
+      ->type_name("DIR");
   // Applied while the flags are parsed, so before any engine exists.
   sub.add_option_function<std::string>(
       "--simd",

@@ -104,6 +104,11 @@ struct KvCachePolicy {
   // the machine's memory. A policy that needs more is refused at start, naming what it needs
   // and what the default tiers would need instead.
   size_t memory_bytes = 0;
+  // Non-empty (--kv-offload): the coldest arena (the cold tier's, or the only one without tiers)
+  // lives in an unlinked file in this folder, whose pages the kernel writes out under memory
+  // pressure and reads back when attended; those bytes do not count against memory_bytes or the
+  // machine's memory, only against the disk (reserved at start).
+  std::string offload_dir;
   // How attention reads the pages. Here rather than in EngineOptions: like the precision above,
   // it is a choice of the cache's numerics, and it travels with the cache to kv::attend, the one
   // place that reads pages. kFast (prompt tiles in f32, as today's reference engine reads on

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <thread>
 
 #include "base/timer.h"
@@ -66,12 +67,15 @@ std::string memory_size(double bytes) {
   return text;
 }
 
-// Bytes of a plan's arenas, in double: a huge context times many sequences could overflow size_t.
+// Bytes of a plan's arenas in memory (pages offloaded to a file, --kv-offload, not counted), in
+// double: a huge context times many sequences could overflow size_t.
 double plan_bytes(const engine::KvPlan& plan, const kv::KvShape& shape) {
   double bytes = 0;
   for (const kv::ArenaSpec& a : plan.arenas) {
-    bytes += static_cast<double>(kv::global_part_bytes(shape, a.precision)) *
-             static_cast<double>(a.n_pages);
+    if (a.offload_dir.empty()) {
+      bytes += static_cast<double>(kv::global_part_bytes(shape, a.precision)) *
+               static_cast<double>(a.n_pages);
+    }
     if (shape.n_window_layers() > 0) {
       bytes += static_cast<double>(kv::window_part_bytes(shape, a.precision)) *
                static_cast<double>(std::min(a.n_pages, a.window_slots));
@@ -290,7 +294,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   const double kv_bytes = plan_bytes(kv_plan, kv_shape);
   STRATA_RETURN_IF_ERROR(check_kv_budget(kv_input, kv_bytes));
   STRATA_RETURN_IF_ERROR(check_kv_fits(kv_input, kv_bytes, impl->model->weights().bytes));
-  impl->kv = std::make_unique<kv::KvManager>(kv_shape, kv_plan.arenas);
+  try {
+    impl->kv = std::make_unique<kv::KvManager>(kv_shape, kv_plan.arenas);
+  } catch (const std::runtime_error& e) {  // an offload file that cannot be made (kv_pool.h)
+    return make_error(ErrorCode::kInvalidArgument, e.what());
+  }
   impl->kv->cache().set_tiers(kv_plan.tiers);
   impl->kv->cache().set_attention_mode(kv_attention_mode(options.kv.attention));
   impl->kv->cache().set_sparse(kv_sparse_policy(options.kv.sparse, kv_shape));

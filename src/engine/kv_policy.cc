@@ -232,6 +232,8 @@ Result<KvPlan> plan_pages(const KvPlanInput& in) {
 
 Result<KvPlan> plan_kv_cache(const KvPlanInput& in) {
   STRATA_ASSIGN_OR_RETURN(KvPlan plan, plan_pages(in));
+  // The arenas run hot to cold: the last holds the oldest pages.
+  plan.arenas.back().offload_dir = in.policy.offload_dir;
   if (in.shape.n_window_layers() == 0) return plan;
   // Sliding-window layers: per sequence, the pages whose window parts a step can need at once
   // are the window's, the step's new ones and the one being filled (KvCache::release_windows

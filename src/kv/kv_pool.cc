@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 #include "platform/huge_pages.h"
@@ -35,13 +36,18 @@ KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas)
     assert(find(spec.precision) == nullptr);
     const size_t bytes = global_part_bytes(shape, spec.precision);
     const size_t slot_bytes = window_part_bytes(shape, spec.precision);
-    Arena a{spec.precision,
-            bytes,
-            slot_bytes,
-            static_cast<PageId>(pages_.size()),
-            allocate_huge_page_backed(bytes * spec.n_pages),
-            spec.n_pages};
-    if (a.data == nullptr) throw std::bad_alloc();
+    Arena a{spec.precision, bytes, slot_bytes, static_cast<PageId>(pages_.size()),
+            nullptr,        {},    nullptr,    spec.n_pages};
+    if (spec.offload_dir.empty()) {
+      a.data = allocate_huge_page_backed(bytes * spec.n_pages);
+      if (a.data == nullptr) throw std::bad_alloc();
+      a.base = a.data.get();
+    } else {
+      Result<ScratchMapping> file = ScratchMapping::create(spec.offload_dir, bytes * spec.n_pages);
+      if (!file.ok()) throw std::runtime_error(file.error().message);
+      a.file = std::move(file).value();
+      a.base = a.file.data();
+    }
     a.n_slots = slot_count(shape, spec);
     if (a.n_slots > 0) {
       a.window_data = allocate_huge_page_backed(slot_bytes * a.n_slots);
@@ -120,6 +126,12 @@ std::vector<KvPrecision> KvPool::precisions() const {
 size_t KvPool::bytes() const {
   size_t n = 0;
   for (const Arena& a : arenas_) n += a.n_pages * a.page_bytes + a.n_slots * a.slot_bytes;
+  return n;
+}
+
+size_t KvPool::offloaded_bytes() const {
+  size_t n = 0;
+  for (const Arena& a : arenas_) n += a.file.data() != nullptr ? a.n_pages * a.page_bytes : 0;
   return n;
 }
 
@@ -227,7 +239,7 @@ void KvPool::release(PageId id) {
 
 unsigned char* KvPool::page_data(PageId id) {
   Arena& a = arenas_[pages_[id].arena];
-  return a.data.get() + static_cast<size_t>(id - a.first) * a.page_bytes;
+  return a.base + static_cast<size_t>(id - a.first) * a.page_bytes;
 }
 
 std::span<unsigned char> KvPool::data(PageId id) {
@@ -263,7 +275,7 @@ const unsigned char* KvPool::layer_data(PageId id, size_t layer) const {
     assert(p.window_slot != kNoWindowSlot);  // released parts are never read
     return a.window_data.get() + size_t{p.window_slot} * a.slot_bytes + offset;
   }
-  return a.data.get() + static_cast<size_t>(id - a.first) * a.page_bytes + offset;
+  return a.base + static_cast<size_t>(id - a.first) * a.page_bytes + offset;
 }
 
 KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {

@@ -18,12 +18,14 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/aligned.h"
 #include "base/result.h"
 #include "kv/key_summary.h"
 #include "kv/kv_page.h"
+#include "platform/scratch_file.h"
 
 namespace strata::kv {
 
@@ -35,6 +37,10 @@ struct ArenaSpec {
   // Window parts (kv_page.h) for at most this many of the pages at once; ignored without
   // sliding-window layers.
   size_t window_slots = kOnePerPage;
+  // Non-empty: the pages live in an unlinked file in this folder (--kv-offload,
+  // platform/scratch_file.h), which the kernel pages out under memory pressure; their window
+  // parts, read every step while they last, stay in memory.
+  std::string offload_dir = {};
 };
 
 // Bytes an arena takes: its pages' global parts and its window slots.
@@ -44,7 +50,8 @@ class KvPool {
  public:
   // One arena of n_pages pages at `precision`.
   KvPool(const KvShape& shape, size_t n_pages, KvPrecision precision);
-  // One arena per spec (distinct precisions); the first is the default (hot) precision.
+  // One arena per spec (distinct precisions); the first is the default (hot) precision. Throws
+  // std::bad_alloc without memory, std::runtime_error when an offload file cannot be made.
   KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas);
 
   const KvShape& shape() const { return shape_; }
@@ -59,6 +66,8 @@ class KvPool {
   std::vector<KvPrecision> precisions() const;
   size_t used_pages() const { return n_pages() - free_pages(); }
   size_t bytes() const;
+  // Of those, the bytes in offload files.
+  size_t offloaded_bytes() const;
   // The precision new pages get unless asked otherwise: the first arena's.
   KvPrecision default_precision() const { return arenas_.front().precision; }
   bool has_precision(KvPrecision precision) const { return find(precision) != nullptr; }
@@ -107,7 +116,9 @@ class KvPool {
     size_t page_bytes;  // a page's global part; its window part is slot_bytes
     size_t slot_bytes;
     PageId first;                    // its pages are [first, first + n_pages)
-    AlignedPtr<unsigned char> data;  // n_pages * page_bytes (platform/huge_pages.h)
+    AlignedPtr<unsigned char> data;  // n_pages * page_bytes (platform/huge_pages.h), or
+    ScratchMapping file;             // the same in a file (ArenaSpec::offload_dir)
+    unsigned char* base;             // whichever holds them
     size_t n_pages;
     // The free list, linked through links_: handed out from the head.
     PageId head = kNoPage, tail = kNoPage;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 
@@ -311,6 +312,51 @@ TEST(EngineTest, AKvCacheOverItsMemoryBudgetIsRefusedNamingTheTiersThatFit) {
       (*tiered)->generate(request, [](const TokenEvent&) { return true; });
   ASSERT_TRUE(out.ok()) << out.error().message;
   EXPECT_EQ(out->generated_tokens, 8u);
+}
+
+// --kv-offload: the coldest arena lives in a file, so it does not count against --kv-memory; a
+// cache refused in memory starts and gives the same tokens. A folder that cannot hold the file
+// is refused with its name.
+TEST(EngineTest, OffloadedPagesLeaveTheMemoryBudgetAndKeepTheOutput) {
+  const std::string dir = ::testing::TempDir() + "strata-kv-offload";
+  std::filesystem::create_directories(dir);
+  auto run = [](const EngineOptions& options) {
+    Result<std::unique_ptr<Engine>> engine = Engine::create(options);
+    EXPECT_TRUE(engine.ok()) << engine.error().message;
+    std::vector<TokenId> tokens;
+    if (!engine.ok()) return tokens;
+    GenerationRequest request;
+    request.prompt = (*engine)->tokenize("Once upon a time, there was a dog", true, false);
+    request.max_tokens = 300;  // past the first page of the testbed's cold tier
+    request.ignore_eos = true;
+    request.sampling.temperature = 0;
+    EXPECT_TRUE((*engine)
+                    ->generate(request,
+                               [&tokens](const TokenEvent& e) {
+                                 if (e.token >= 0) tokens.push_back(e.token);
+                                 return true;
+                               })
+                    .ok());
+    return tokens;
+  };
+  EngineOptions options;
+  options.model_path = "models/testbed/target.gguf";
+  options.context = 8192;
+  options.kv.tiers = *parse_kv_tiers("sink=0,hot=64,cold=r4");
+  const std::vector<TokenId> in_memory = run(options);
+  options.kv.memory_bytes = size_t{1} << 20;  // the hot tier fits; the cold one (~4 MiB) not
+  Result<std::unique_ptr<Engine>> refused = Engine::create(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kOutOfRange);
+  options.kv.offload_dir = dir;
+  EXPECT_EQ(run(options), in_memory);
+  EXPECT_EQ(in_memory.size(), 300u);
+  options.kv.offload_dir = dir + "/missing";
+  Result<std::unique_ptr<Engine>> nowhere = Engine::create(options);
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_NE(nowhere.error().message.find("--kv-offload " + dir + "/missing"), std::string::npos)
+      << nowhere.error().message;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
