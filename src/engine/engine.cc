@@ -88,7 +88,7 @@ double plan_bytes(const engine::KvPlan& plan, const kv::KvShape& shape) {
 std::string kv_cache_need(const engine::KvPlanInput& in, double kv_bytes) {
   return "a context of " + std::to_string(in.context) + " tokens for " +
          std::to_string(in.sequences) + " sequence(s) needs " + memory_size(kv_bytes) +
-         " of KV cache";
+         " of KV cache" + (in.policy.offload_dir.empty() ? "" : " in memory beside the offloaded");
 }
 
 // The KV cache is allocated whole when the engine starts; one that cannot fit beside the weights

@@ -36,16 +36,18 @@ int open_unlinked(const std::string& dir) {
 Result<ScratchMapping> ScratchMapping::create(const std::string& dir, size_t bytes) {
   bytes = std::max<size_t>(bytes, 1);
   const int fd = open_unlinked(dir);
-  if (fd < 0) return offload_error(dir, std::string("cannot make a file there: ") + std::strerror(errno));
+  if (fd < 0)
+    return offload_error(dir, std::string("cannot make a file there: ") + std::strerror(errno));
   if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
     ::close(fd);
-    return offload_error(dir, "cannot reserve " + std::to_string(bytes >> 20) +
-                                  " MiB there: " + std::strerror(err));
+    return offload_error(
+        dir, "cannot reserve " + std::to_string(bytes >> 20) + " MiB there: " + std::strerror(err));
   }
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int map_errno = errno;
   ::close(fd);  // the mapping keeps the file alive
-  if (p == MAP_FAILED) return offload_error(dir, std::string("cannot map: ") + std::strerror(map_errno));
+  if (p == MAP_FAILED)
+    return offload_error(dir, std::string("cannot map: ") + std::strerror(map_errno));
   ScratchMapping m;
   m.data_ = static_cast<unsigned char*>(p);
   m.size_ = bytes;
