@@ -78,10 +78,12 @@ Status KvCache::reserve(SeqId seq, size_t n_positions) {
   const size_t need = pages_needed(seq, n_positions);
   const size_t free = pool_.free_pages(pool_.default_precision());
   if (!pool_.can_allocate(pool_.default_precision(), need)) {
+    // Short of pages, or (with sliding-window layers) of window parts for them.
     return make_error(ErrorCode::kOutOfRange,
                       "KV cache is full: " + std::to_string(need) + " more pages needed, " +
-                          std::to_string(free) +
-                          " free; raise the context size (-c) or run fewer sequences at once");
+                          std::to_string(free) + " free" +
+                          (need <= free ? " but not their sliding-window parts" : "") +
+                          "; raise the context size (-c) or run fewer sequences at once");
   }
   SeqPages& s = sequences_[seq];
   const size_t page_size = shape().page_size;
@@ -107,6 +109,7 @@ void KvCache::truncate(SeqId seq, size_t n_positions) {
   }
   std::vector<PageKey>& keys = it->second.keys;
   keys.resize(std::min(keys.size(), n_positions / page_size));
+  it->second.window_from = std::min(it->second.window_from, pages.size());
   it->second.length = std::min(it->second.length, n_positions);
   // A shared last page keeps its fill count: the other holders still see those positions.
   if (!pages.empty() && n_positions % page_size != 0 && pool_.page(pages.back()).ref_count == 1) {

@@ -56,9 +56,10 @@ bool KvCache::load_saved(SavedPage&& saved) {
   Result<PageId> id = take_page(saved.precision, window);
   if (!id.ok()) return false;
   std::memcpy(pool_.data(*id).data(), saved.data.data(), global);
-  if (window)
+  if (window) {
     std::memcpy(pool_.window_data(*id).data(), saved.data.data() + global,
                 saved.data.size() - global);
+  }
   if (summary > 0) {
     std::copy(saved.summary.begin(), saved.summary.end(), pool_.key_summaries().page(*id).begin());
   }

@@ -22,11 +22,6 @@ size_t slot_count(const KvShape& shape, const ArenaSpec& spec) {
 
 }  // namespace
 
-size_t arena_bytes(const KvShape& shape, const ArenaSpec& spec) {
-  return spec.n_pages * global_part_bytes(shape, spec.precision) +
-         slot_count(shape, spec) * window_part_bytes(shape, spec.precision);
-}
-
 KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas)
     : shape_(shape), layer_index_(shape.n_layers), windows_(shape.n_window_layers() > 0) {
   assert(!arenas.empty());
@@ -36,8 +31,7 @@ KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas)
     assert(find(spec.precision) == nullptr);
     const size_t bytes = global_part_bytes(shape, spec.precision);
     const size_t slot_bytes = window_part_bytes(shape, spec.precision);
-    Arena a{spec.precision, bytes, slot_bytes, static_cast<PageId>(pages_.size()),
-            nullptr,        {},    nullptr,    spec.n_pages};
+    Arena a{spec.precision, bytes, slot_bytes, static_cast<PageId>(pages_.size()), spec.n_pages};
     if (spec.offload_dir.empty()) {
       a.data = allocate_huge_page_backed(bytes * spec.n_pages);
       if (a.data == nullptr) throw std::bad_alloc();
@@ -126,12 +120,6 @@ std::vector<KvPrecision> KvPool::precisions() const {
 size_t KvPool::bytes() const {
   size_t n = 0;
   for (const Arena& a : arenas_) n += a.n_pages * a.page_bytes + a.n_slots * a.slot_bytes;
-  return n;
-}
-
-size_t KvPool::offloaded_bytes() const {
-  size_t n = 0;
-  for (const Arena& a : arenas_) n += a.file.data() != nullptr ? a.n_pages * a.page_bytes : 0;
   return n;
 }
 

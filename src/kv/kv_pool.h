@@ -43,9 +43,6 @@ struct ArenaSpec {
   std::string offload_dir = {};
 };
 
-// Bytes an arena takes: its pages' global parts and its window slots.
-size_t arena_bytes(const KvShape& shape, const ArenaSpec& spec);
-
 class KvPool {
  public:
   // One arena of n_pages pages at `precision`.
@@ -66,8 +63,6 @@ class KvPool {
   std::vector<KvPrecision> precisions() const;
   size_t used_pages() const { return n_pages() - free_pages(); }
   size_t bytes() const;
-  // Of those, the bytes in offload files.
-  size_t offloaded_bytes() const;
   // The precision new pages get unless asked otherwise: the first arena's.
   KvPrecision default_precision() const { return arenas_.front().precision; }
   bool has_precision(KvPrecision precision) const { return find(precision) != nullptr; }
@@ -115,15 +110,15 @@ class KvPool {
     KvPrecision precision;
     size_t page_bytes;  // a page's global part; its window part is slot_bytes
     size_t slot_bytes;
-    PageId first;                    // its pages are [first, first + n_pages)
-    AlignedPtr<unsigned char> data;  // n_pages * page_bytes (platform/huge_pages.h), or
-    ScratchMapping file;             // the same in a file (ArenaSpec::offload_dir)
-    unsigned char* base;             // whichever holds them
+    PageId first;  // its pages are [first, first + n_pages)
     size_t n_pages;
+    AlignedPtr<unsigned char> data = {};  // n_pages * page_bytes (platform/huge_pages.h), or
+    ScratchMapping file = {};             // the same in a file (ArenaSpec::offload_dir)
+    unsigned char* base = nullptr;        // whichever holds them
     // The free list, linked through links_: handed out from the head.
     PageId head = kNoPage, tail = kNoPage;
     size_t n_free = 0;
-    // Window parts: n_slots of window_bytes_ each; the free ones a stack, so that the slots in
+    // Window parts: n_slots of slot_bytes each; the free ones a stack, so that the slots in
     // use stay few and low (untouched slots are never made resident).
     AlignedPtr<unsigned char> window_data = {};
     size_t n_slots = 0;
