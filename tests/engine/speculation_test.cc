@@ -1,10 +1,11 @@
 // Speculative decoding: the n-gram proposer and the draft length (unit), and through the engine
 // on stories260K: greedy outputs with speculation equal those without, for several streams at
-// once, with a grammar, stop strings and penalties.
+// once, with a grammar, stop strings and penalties; sampled ones follow the same distribution.
 #include "engine/speculation.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -210,6 +211,81 @@ TEST(SpeculationEngineTest, ARequestCanTurnItOffOrCapTheDraft) {
   EXPECT_LE(spec->load().spec_accepted_per_position.size(), 2u);
   r.max_draft = kMaxDraft + 1;
   EXPECT_FALSE(spec->generate(r, {}).ok());
+}
+
+// The second token of 4,000 sampled replies (temperature 1), with and without n-gram guesses.
+// The first token is drawn from the prompt's logits either way; the second is where the prompt's
+// repetition makes the proposer guess, so with guesses it is drawn by the verification rule
+// (keep the guess with probability p(guess), else resample from the rest). Both must follow the
+// model's distribution: a two-sample chi-square test over the tokens seen at least 10 times
+// (rarer ones pooled) must not reject at p = 0.001. Measured: chi2 22.8 on 33 df; accepting
+// every guess gives 961, resampling without removing the guess 388.
+TEST(SpeculationEngineTest, SampledTokensFollowTheSameDistributionWithGuesses) {
+  constexpr int kDraws = 4000;
+  auto second_tokens = [](SpeculationKind kind) {
+    std::unique_ptr<Engine> engine = make_engine(kind);
+    std::map<TokenId, int> counts;
+    if (!engine) return counts;
+    const std::vector<TokenId> prompt = engine->tokenize(
+        "Once upon a time, there was a little girl. Once upon a time, there was a "
+        "little girl. Once upon a time, there was a",
+        true, true);
+    for (int first = 0; first < kDraws; first += 4) {
+      std::vector<std::vector<TokenId>> out(4);
+      for (int i = 0; i < 4; ++i) {
+        GenerationRequest r;
+        r.prompt = prompt;
+        r.max_tokens = 3;  // room for a guess after the first token
+        r.ignore_eos = true;
+        r.sampling.temperature = 1.0f;
+        // Other seeds with guesses: the two samples are independent.
+        r.sampling.seed = static_cast<uint64_t>(first + i) * 7919 + 1 +
+                          (kind == SpeculationKind::kNone ? 0 : 1000003);
+        EXPECT_TRUE(engine
+                        ->submit(r,
+                                 [&out, i](const TokenEvent& e) {
+                                   if (e.token >= 0) out[i].push_back(e.token);
+                                   return true;
+                                 })
+                        .ok());
+      }
+      while (engine->has_work()) EXPECT_TRUE(engine->step().ok());
+      for (const std::vector<TokenId>& tokens : out) {
+        if (tokens.size() >= 2) ++counts[tokens[1]];
+      }
+    }
+    if (kind != SpeculationKind::kNone) {
+      EXPECT_GT(engine->load().spec_drafts, size_t{kDraws / 2});
+    }
+    return counts;
+  };
+  const std::map<TokenId, int> plain = second_tokens(SpeculationKind::kNone);
+  const std::map<TokenId, int> guessed = second_tokens(SpeculationKind::kNgram);
+  std::map<TokenId, std::pair<int, int>> both;
+  for (const auto& [token, n] : plain) both[token].first = n;
+  for (const auto& [token, n] : guessed) both[token].second = n;
+  double chi2 = 0;
+  int df = -1, pooled_a = 0, pooled_b = 0;
+  for (const auto& [token, ab] : both) {
+    if (ab.first + ab.second < 10) {
+      pooled_a += ab.first, pooled_b += ab.second;
+      continue;
+    }
+    const double d = ab.first - ab.second;
+    chi2 += d * d / (ab.first + ab.second);
+    ++df;
+  }
+  if (pooled_a + pooled_b > 0) {
+    const double d = pooled_a - pooled_b;
+    chi2 += d * d / (pooled_a + pooled_b);
+    ++df;
+  }
+  ASSERT_GE(df, 2) << "too few distinct tokens to compare";
+  // Wilson-Hilferty: chi2/df is near-normal after a cube root; z > 3.09 is p < 0.001.
+  const double k = df, v = 2.0 / (9.0 * k);
+  const double z = (std::cbrt(chi2 / k) - (1.0 - v)) / std::sqrt(v);
+  std::printf("second token: %zu kinds, chi2 %.1f on %d df, z %.2f\n", both.size(), chi2, df, z);
+  EXPECT_LT(z, 3.09) << "chi2 " << chi2 << " on " << df << " degrees of freedom";
 }
 
 }  // namespace
