@@ -52,8 +52,10 @@ TEST(EngineTest, ConcurrentRequestsGetTheTokensTheyGetAlone) {
   const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
                                             "Tom and Sam went", "", "She had a red ball"};
   std::vector<std::vector<TokenId>> alone;
-  for (const std::string& p : prompts)
+  alone.reserve(prompts.size());
+  for (const std::string& p : prompts) {
     alone.push_back(run_alone(*engine, greedy(engine->tokenize(p, true, true), 40)));
+  }
 
   // All at once: prompt chunks and decode tokens of different requests share each step.
   std::map<size_t, std::vector<TokenId>> together;
