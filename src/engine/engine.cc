@@ -76,10 +76,9 @@ double plan_bytes(const engine::KvPlan& plan, const kv::KvShape& shape) {
       bytes += static_cast<double>(kv::global_part_bytes(shape, a.precision)) *
                static_cast<double>(a.n_pages);
     }
-    if (shape.n_window_layers() > 0) {  // window parts stay in memory (kv/kv_pool.h)
-      bytes += static_cast<double>(kv::window_part_bytes(shape, a.precision)) *
-               static_cast<double>(std::min(a.n_pages, a.window_slots));
-    }
+    // Window parts stay in memory (kv/kv_pool.h).
+    bytes += static_cast<double>(kv::window_part_bytes(shape, a.precision)) *
+             static_cast<double>(kv::window_slot_count(shape, a));
   }
   return bytes;
 }

@@ -14,14 +14,6 @@ namespace strata::kv {
 KvPool::KvPool(const KvShape& shape, size_t n_pages, KvPrecision precision)
     : KvPool(shape, std::span<const ArenaSpec>(std::vector<ArenaSpec>{{precision, n_pages}})) {}
 
-namespace {
-
-size_t slot_count(const KvShape& shape, const ArenaSpec& spec) {
-  return shape.n_window_layers() == 0 ? 0 : std::min(spec.n_pages, spec.window_slots);
-}
-
-}  // namespace
-
 KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas)
     : shape_(shape), layer_index_(shape.n_layers), windows_(shape.n_window_layers() > 0) {
   assert(!arenas.empty());
@@ -42,7 +34,7 @@ KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas)
       a.file = std::move(file).value();
       a.base = a.file.data();
     }
-    a.n_slots = slot_count(shape, spec);
+    a.n_slots = window_slot_count(shape, spec);
     if (a.n_slots > 0) {
       a.window_data = allocate_huge_page_backed(slot_bytes * a.n_slots);
       if (a.window_data == nullptr) throw std::bad_alloc();

@@ -14,6 +14,7 @@
 // page that needs a slot when none is free takes one from the free page handed out next.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -42,6 +43,12 @@ struct ArenaSpec {
   // parts, read every step while they last, stay in memory.
   std::string offload_dir = {};
 };
+
+// The window slots an arena of `spec` holds: none without sliding-window layers, and never more
+// than its pages.
+inline size_t window_slot_count(const KvShape& shape, const ArenaSpec& spec) {
+  return shape.n_window_layers() == 0 ? 0 : std::min(spec.n_pages, spec.window_slots);
+}
 
 class KvPool {
  public:

@@ -33,11 +33,12 @@ kv::KvShape Model::kv_shape(size_t page_size) const {
   kv::KvShape shape{config_.n_layers, config_.n_kv_heads, config_.head_dim, page_size};
   // Sliding-window layers (one window for all of them) keep their KV in pages' window parts,
   // released as sequences move on. An encoder reads every position, ahead too: none.
-  for (const LayerSpec& layer : config_.layers) {
-    if (layer.sliding_window == 0 || config_.encoder) continue;
+  if (config_.encoder) return shape;
+  for (size_t l = 0; l < config_.n_layers; ++l) {
+    if (config_.layers[l].sliding_window == 0) continue;
     shape.window_layers.resize(config_.n_layers);
-    shape.window_layers[&layer - config_.layers.data()] = true;
-    shape.window = layer.sliding_window;
+    shape.window_layers[l] = true;
+    shape.window = config_.layers[l].sliding_window;
   }
   return shape;
 }
