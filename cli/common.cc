@@ -271,7 +271,13 @@ void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options) {
       },
       "GGUF file of a draft model with the same vocabulary (implies --spec draft)");
   sub.add_option("--draft-max", options.max_draft,
-                 "guesses verified per step at most (adapted to how many are accepted)")
+                 "guesses verified per step at most (the length that pays best, from the "
+                 "acceptance and the measured cost of a guess)")
+      ->check(CLI::Range(0, kMaxDraft))
+      ->capture_default_str();
+  sub.add_option("--draft-min", options.min_draft,
+                 "guesses per step at least, whenever the proposer has them (0: none when "
+                 "guessing does not pay)")
       ->check(CLI::Range(0, kMaxDraft))
       ->capture_default_str();
   sub.add_option("--spec-ngram-min", options.ngram_min, "shortest n-gram looked up")

@@ -151,7 +151,12 @@ inline constexpr int kMaxDraft = 32;
 
 struct SpeculativeOptions {
   SpeculationKind kind = SpeculationKind::kNone;
-  int max_draft = 8;  // guesses per step at most; adapted per sequence to recent acceptance
+  // Guesses per step at most. Each sequence's length is the one that pays best, weighing its
+  // recent acceptance against what a guess costs on this machine (measured as the engine runs),
+  // and no guesses when none pays; min_draft forces at least that many whenever the proposer has
+  // them (llama.cpp's --draft-min).
+  int max_draft = 8;
+  int min_draft = 0;
   int ngram_min = 2, ngram_max = 4;
   std::string draft_model;  // GGUF file of the draft (--draft); loaded when set
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/timer.h"
 #include "gguf/gguf.h"
 
 namespace strata::engine {
@@ -9,6 +10,9 @@ namespace {
 
 // Catch-up chunks: a long prompt goes through the draft a bounded batch at a time.
 constexpr size_t kCatchUpChunk = 256;
+// A forward of at most this many positions times as a decode pass (one position per drafting
+// sequence, or the few a sequence confirmed since its last draft).
+constexpr size_t kDecodePassPositions = 16;
 
 Status check_vocabulary(const tokenizer::Tokenizer& draft, const tokenizer::Tokenizer& target,
                         const std::string& path) {
@@ -57,6 +61,9 @@ DraftModel::DraftModel(std::unique_ptr<model::Model> model, size_t context, size
   const size_t pages = max_sequences * ((context + kPage - 1) / kPage + 1);
   const std::vector<kv::ArenaSpec> arenas = {{kv::KvPrecision::kF16, pages}};
   kv_ = std::make_unique<kv::KvManager>(shape, arenas);
+  // Guesses need no bit-for-bit match with the reference engine: a prompt's catch-up reads the
+  // cache in tiles (several times faster than query by query).
+  kv_->cache().set_attention_mode(kv::AttentionMode::kFast);
   name_ = model_->file().get_string("general.name").value_or("draft");
 }
 
@@ -65,7 +72,12 @@ Status DraftModel::forward(const model::Batch& batch, std::vector<TokenId>& out)
   const size_t rows = static_cast<size_t>(
       std::count_if(batch.begin(), batch.end(), [](const auto& e) { return e.want_logits; }));
   logits_.resize(rows * n_vocab);
+  const Timer timer;
   STRATA_RETURN_IF_ERROR(model_->forward(batch, kv_->cache(), pool_, logits_.data()));
+  if (batch.size() <= kDecodePassPositions) {
+    const double seconds = timer.elapsed_seconds();
+    pass_seconds_ = pass_seconds_ == 0 ? seconds : 0.9 * pass_seconds_ + 0.1 * seconds;
+  }
   for (size_t r = 0; r < rows; ++r) {
     const float* row = logits_.data() + r * n_vocab;
     out.push_back(static_cast<TokenId>(std::max_element(row, row + n_vocab) - row));
@@ -73,35 +85,42 @@ Status DraftModel::forward(const model::Batch& batch, std::vector<TokenId>& out)
   return ok_status();
 }
 
-Result<std::optional<TokenId>> DraftModel::catch_up(const DraftRequest& r) {
-  std::vector<TokenId>& cached = cached_[r.seq];
-  // The cache keeps its longest run of the sequence's tokens, short of the last (whose logits
+Result<bool> DraftModel::extend(uint64_t seq, std::span<const TokenId> tokens, bool guess,
+                                std::vector<TokenId>& out) {
+  std::vector<TokenId>& cached = cached_[seq];
+  // The cache keeps its longest run of the sequence's tokens (short of the last, whose logits
   // give the first guess); guesses the target did not confirm go.
   const size_t keep = std::min<size_t>(
-      std::mismatch(cached.begin(), cached.end(), r.tokens.begin(), r.tokens.end()).first -
+      std::mismatch(cached.begin(), cached.end(), tokens.begin(), tokens.end()).first -
           cached.begin(),
-      r.tokens.size() - 1);
-  kv_->truncate(r.seq, keep);
+      tokens.size() - (guess ? 1 : 0));
+  kv_->truncate(seq, keep);
   cached.resize(keep);
   // A token the draft does not know (one of the target's extra ids) leaves it without guesses.
   const auto n_vocab = static_cast<TokenId>(model_->config().n_vocab);
-  if (std::any_of(r.tokens.begin() + static_cast<ptrdiff_t>(keep), r.tokens.end(),
+  if (std::any_of(tokens.begin() + static_cast<ptrdiff_t>(keep), tokens.end(),
                   [n_vocab](TokenId t) { return t < 0 || t >= n_vocab; })) {
-    return std::optional<TokenId>();
+    return false;
   }
-  std::vector<TokenId> first;
-  for (size_t from = keep; from < r.tokens.size(); from += kCatchUpChunk) {
-    const size_t n = std::min(kCatchUpChunk, r.tokens.size() - from);
-    if (!kv_->allocate(r.seq, n)) return std::optional<TokenId>();
+  for (size_t from = keep; from < tokens.size(); from += kCatchUpChunk) {
+    const size_t n = std::min(kCatchUpChunk, tokens.size() - from);
+    if (!kv_->allocate(seq, n)) return false;
     model::Batch batch;
     for (size_t p = from; p < from + n; ++p) {
-      batch.push_back({r.seq, static_cast<uint32_t>(p), r.tokens[p], p + 1 == r.tokens.size()});
+      batch.push_back({seq, static_cast<uint32_t>(p), tokens[p], guess && p + 1 == tokens.size()});
     }
-    STRATA_RETURN_IF_ERROR(forward(batch, first));
-    cached.insert(cached.end(), r.tokens.begin() + static_cast<ptrdiff_t>(from),
-                  r.tokens.begin() + static_cast<ptrdiff_t>(from + n));
+    STRATA_RETURN_IF_ERROR(forward(batch, out));
+    cached.insert(cached.end(), tokens.begin() + static_cast<ptrdiff_t>(from),
+                  tokens.begin() + static_cast<ptrdiff_t>(from + n));
   }
-  return std::optional<TokenId>(first.back());
+  return true;
+}
+
+Status DraftModel::prefill(uint64_t seq, std::span<const TokenId> tokens) {
+  if (tokens.empty() || tokens.size() > context_) return ok_status();
+  std::vector<TokenId> none;
+  const Result<bool> followed = extend(seq, tokens, /*guess=*/false, none);
+  return followed.ok() ? ok_status() : Status(followed.error());
 }
 
 Result<std::vector<std::vector<TokenId>>> DraftModel::propose(
@@ -113,9 +132,9 @@ Result<std::vector<std::vector<TokenId>>> DraftModel::propose(
     if (r.max_guesses == 0 || r.tokens.empty() || r.tokens.size() + r.max_guesses > context_) {
       continue;
     }
-    STRATA_ASSIGN_OR_RETURN(std::optional<TokenId> first, catch_up(r));
-    if (!first) continue;
-    guesses[i].push_back(*first);
+    STRATA_ASSIGN_OR_RETURN(const bool caught_up,
+                            extend(r.seq, r.tokens, /*guess=*/true, guesses[i]));
+    if (!caught_up) continue;
     if (r.max_guesses > 1) active.push_back(i);
   }
   // One draft decode step per further guess, every guessing sequence in one batch.

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -44,18 +43,27 @@ class DraftModel {
 
   // Guesses for each request, in its order (possibly fewer than asked, or none).
   Result<std::vector<std::vector<TokenId>>> propose(std::span<const DraftRequest> requests);
+  // The target computed these tokens of a sequence's prompt: the draft computes them too, in the
+  // same step, so that the prompt's cost shows in the time to first token and the first draft
+  // finds its cache ready. A draft that cannot follow is left behind without an error.
+  Status prefill(uint64_t seq, std::span<const TokenId> tokens);
   // The sequence ended: its pages go back.
   void forget(uint64_t seq);
   const std::string& name() const { return name_; }
+  // Seconds of one draft pass at decode (a running mean over passes of a few positions; catching
+  // up on a prompt is not one): what each guess costs to propose. 0 until one ran.
+  double pass_seconds() const { return pass_seconds_; }
 
  private:
   DraftModel(std::unique_ptr<model::Model> model, size_t context, size_t max_sequences,
              ThreadPool& pool);
   // Runs a batch and appends the argmax of each row that wants logits to `out`.
   Status forward(const model::Batch& batch, std::vector<TokenId>& out);
-  // Brings the draft's cache of one sequence to all its tokens but the last, then runs the last
-  // and returns the first guess; nullopt when the cache has no room.
-  Result<std::optional<TokenId>> catch_up(const DraftRequest& r);
+  // Brings the draft's cache of a sequence to `tokens`, dropping what differs; with `guess` the
+  // last token runs again if it was cached and its argmax (the first guess) goes to `out`. False
+  // when the draft cannot follow (a token it does not know, no room in its cache).
+  Result<bool> extend(uint64_t seq, std::span<const TokenId> tokens, bool guess,
+                      std::vector<TokenId>& out);
 
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<kv::KvManager> kv_;
@@ -65,6 +73,7 @@ class DraftModel {
   // Per sequence: the tokens the draft's cache holds, position by position.
   std::unordered_map<uint64_t, std::vector<TokenId>> cached_;
   std::vector<float> logits_;
+  double pass_seconds_ = 0;
 };
 
 }  // namespace strata::engine

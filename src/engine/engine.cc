@@ -222,11 +222,13 @@ Status check_sparse_attention(const SparseAttentionPolicy& p) {
 }
 
 Status check_speculative(const SpeculativeOptions& o) {
-  if (o.max_draft < 0 || o.max_draft > kMaxDraft || o.ngram_min < 1 || o.ngram_max < o.ngram_min) {
+  if (o.max_draft < 0 || o.max_draft > kMaxDraft || o.min_draft < 0 || o.min_draft > o.max_draft ||
+      o.ngram_min < 1 || o.ngram_max < o.ngram_min) {
     return make_error(ErrorCode::kInvalidArgument,
                       "speculative decoding needs a draft length of 0 to " +
                           std::to_string(kMaxDraft) +
-                          " (--draft-max) and n-gram sizes with 1 <= min <= max");
+                          " (--draft-max), a --draft-min no larger, and n-gram sizes with 1 <= "
+                          "min <= max");
   }
   if (o.kind == SpeculationKind::kDraft && o.draft_model.empty()) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -402,7 +404,8 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   s.cache_salt = request.cache_salt;
   s.speculation = request.speculation.value_or(im.options.speculative.kind);
   s.draft_length = engine::DraftLength(
-      static_cast<size_t>(request.max_draft.value_or(im.options.speculative.max_draft)));
+      static_cast<size_t>(request.max_draft.value_or(im.options.speculative.max_draft)),
+      static_cast<size_t>(im.options.speculative.min_draft));
   s.sampler = std::make_unique<sampling::Sampler>(std::move(sampler));
   s.detokenizer = std::make_unique<tokenizer::StreamingDetokenizer>(*im.tokenizer);
   s.stop = std::make_unique<engine::StopMatcher>(request.stop);

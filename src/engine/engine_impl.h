@@ -53,7 +53,8 @@ struct Engine::Impl {
     uint64_t drafts = 0, draft_tokens = 0, accepted_tokens = 0;
     std::vector<uint64_t> accepted_per_position;
   } spec;
-  bool in_step = false;  // callbacks may cancel; sequences are then dropped after the step
+  engine::StepCost step_cost;  // what steps and proposals cost, for the draft lengths
+  bool in_step = false;        // callbacks may cancel; sequences are then dropped after the step
 
   size_t n_vocab() const { return model->config().n_vocab; }
 
@@ -97,8 +98,10 @@ struct Engine::Impl {
                 std::vector<sampling::SampledToken>& accepted);
   void report_admissions(const engine::SchedulerOutput& plan);
   std::vector<LogitRows> execute(const engine::SchedulerOutput& plan, Status& status);
+  Status prefill_draft(const engine::SchedulerOutput& plan);
   void fill_masks(std::span<const LogitRows> rows);
   void sample_and_update(std::span<const LogitRows> rows);
+  void record_step_cost(const engine::SchedulerOutput& plan, double seconds);
   // Appends the accepted tokens in order (one today; with speculative decoding, the prefix of the
   // guesses the model confirmed plus its own next token) and reports them, until one finishes
   // the sequence; keys and values computed past them (rejected guesses) are dropped.

@@ -7,6 +7,7 @@
 //   update(sequence, accepted tokens)    // append, stream, stop checks, free finished pages
 #include <algorithm>
 
+#include "base/timer.h"
 #include "engine/engine_impl.h"
 #include "sampling/token_bitmask.h"
 
@@ -62,12 +63,25 @@ Status Engine::Impl::run_step() {
                       "context size or the KV pages"));
   }
   report_admissions(plan);
+  const Timer timer;
   Status status = ok_status();
   const std::vector<LogitRows> rows = execute(plan, status);
   if (!status.ok()) return status;
+  STRATA_RETURN_IF_ERROR(prefill_draft(plan));
   fill_masks(rows);
   sample_and_update(rows);
+  record_step_cost(plan, timer.elapsed_seconds());
   return ok_status();
+}
+
+// A step that only decoded (every chunk a sequence's last token and its guesses, each wanting
+// logits) tells the draft lengths what a position costs; prefill chunks would blur it.
+void Engine::Impl::record_step_cost(const engine::SchedulerOutput& plan, double seconds) {
+  if (plan.scheduled.empty()) return;
+  for (const engine::ScheduledSeq& c : plan.scheduled) {
+    if (c.seq->embed || c.n_logits != c.n_tokens) return;
+  }
+  step_cost.record_step(plan.n_tokens, seconds);
 }
 
 void Engine::Impl::report_admissions(const engine::SchedulerOutput& plan) {
@@ -141,24 +155,42 @@ Status Engine::Impl::propose() {
     }
     // Never past the sequence's length limit: each kept guess is one more token.
     const size_t room = s.max_length - s.tokens.size() - 1;
-    const size_t length = std::min({s.draft_length.next(), room, share});
+    const size_t length =
+        s.draft_length.next(std::min(room, share), n_decoding, s.speculation, step_cost);
     if (length == 0) continue;
     if (s.speculation == SpeculationKind::kDraft) {
       drafting.push_back(&s);
       requests.push_back({s.id, s.tokens, length});
       continue;
     }
+    const Timer lookup;
     std::vector<TokenId> guesses = engine::propose_ngram(s.tokens, static_cast<size_t>(o.ngram_min),
                                                          static_cast<size_t>(o.ngram_max), length);
+    step_cost.record_lookup(lookup.elapsed_seconds());
     s.tokens.insert(s.tokens.end(), guesses.begin(), guesses.end());
     s.n_guesses = guesses.size();
   }
   if (requests.empty()) return ok_status();
   STRATA_ASSIGN_OR_RETURN(std::vector<std::vector<TokenId>> guesses, draft->propose(requests));
+  step_cost.set_draft_pass(draft->pass_seconds());
   for (size_t i = 0; i < drafting.size(); ++i) {
     engine::Sequence& s = *drafting[i];
     s.tokens.insert(s.tokens.end(), guesses[i].begin(), guesses[i].end());
     s.n_guesses = guesses[i].size();
+  }
+  return ok_status();
+}
+
+// A draft model computes the prompt chunks of the sequences it guesses for in the same step as
+// the target (a chunk that wants fewer logits than it has positions is a prompt's).
+Status Engine::Impl::prefill_draft(const engine::SchedulerOutput& plan) {
+  if (!draft) return ok_status();
+  for (const engine::ScheduledSeq& c : plan.scheduled) {
+    const engine::Sequence& s = *c.seq;
+    if (s.finished() || s.speculation != SpeculationKind::kDraft || c.n_logits == c.n_tokens) {
+      continue;
+    }
+    STRATA_RETURN_IF_ERROR(draft->prefill(s.id, std::span(s.tokens).first(s.n_computed)));
   }
   return ok_status();
 }

@@ -1,6 +1,7 @@
 #include "engine/speculation.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace strata::engine {
 
@@ -32,30 +33,87 @@ std::vector<TokenId> propose_ngram(std::span<const TokenId> tokens, size_t ngram
   return {};
 }
 
-size_t DraftLength::next() {
+void StepCost::record_step(size_t positions, double seconds) {
+  const auto n = static_cast<double>(positions);
+  w_ = kDecay * w_ + 1;
+  n_ = kDecay * n_ + n;
+  nn_ = kDecay * nn_ + n * n;
+  t_ = kDecay * t_ + seconds;
+  nt_ = kDecay * nt_ + n * seconds;
+  // b = cov(n, t) / var(n), weighted; with (nearly) one n in the window b is not measurable and
+  // keeps its last value.
+  const double var = nn_ / w_ - (n_ / w_) * (n_ / w_);
+  if (var > 1e-2) slope_ = std::max(0.0, (nt_ / w_ - (n_ / w_) * (t_ / w_)) / var);
+}
+
+void StepCost::record_lookup(double seconds) {
+  lookup_ = lookup_ == 0 ? seconds : kDecay * lookup_ + (1 - kDecay) * seconds;
+}
+
+double StepCost::step(size_t positions) const {
+  if (w_ == 0) return 0;
+  const double intercept = t_ / w_ - slope_ * (n_ / w_);
+  return std::max(0.0, intercept + slope_ * static_cast<double>(positions));
+}
+
+double StepCost::proposal(SpeculationKind kind, size_t guesses) const {
+  if (guesses == 0) return 0;
+  return kind == SpeculationKind::kDraft ? draft_pass_ * static_cast<double>(guesses) : lookup_;
+}
+
+size_t best_draft_length(double acceptance, size_t max_guesses, size_t n_decoding,
+                         SpeculationKind kind, const StepCost& cost, bool at_least_one) {
+  const auto others = static_cast<double>(n_decoding > 0 ? n_decoding - 1 : 0);
+  size_t best = 0;
+  double best_rate = -1;
+  double tokens = 1, term = 1;  // Σ_{i=0..k} α^i and α^k
+  for (size_t k = 0; k <= max_guesses; ++k) {
+    if (k > 0) {
+      term *= acceptance;
+      tokens += term;
+    }
+    if (k == 0 && at_least_one) continue;
+    const double seconds = cost.step(n_decoding + k) + cost.proposal(kind, k);
+    // Unmeasured costs are 0: every length is free, and the longest is tried first.
+    const double rate = seconds > 0 ? (others + tokens) / seconds : tokens;
+    if (rate > best_rate) {
+      best_rate = rate;
+      best = k;
+    }
+  }
+  return best;
+}
+
+size_t DraftLength::next(size_t cap, size_t n_decoding, SpeculationKind kind,
+                         const StepCost& cost) {
+  const size_t limit = std::min(max_, cap);
+  if (limit == 0) return 0;
+  auto best = [&](double acceptance, bool at_least_one) {
+    return best_draft_length(acceptance, limit, n_decoding, kind, cost, at_least_one);
+  };
+  if (min_ > 0) return std::max(std::min(min_, limit), best(acceptance(), false));
   if (pause_ > 0) {
-    --pause_;
+    if (--pause_ == 0) probe_ = true;
     return 0;
   }
-  return length_;
+  const bool probe = std::exchange(probe_, false);
+  if (const size_t length = best(acceptance(), false); length > 0) {
+    next_pause_ = kFirstPause;  // guessing pays
+    return length;
+  }
+  // A probe measures the acceptance again, unless no acceptance could pay: even guesses that are
+  // always right are too slow on this model and machine (then only the costs, measured on, can
+  // change the verdict at the end of a pause).
+  if (probe && best(1.0, false) > 0) return best(acceptance(), true);
+  pause_ = next_pause_;
+  next_pause_ = std::min(kMaxPause, 2 * next_pause_);
+  return 0;
 }
 
 void DraftLength::record(size_t drafted, size_t accepted) {
   if (drafted == 0) return;
-  if (accepted == drafted) {
-    length_ = std::min(max_, length_ + std::max<size_t>(1, length_ / 2));
-  } else {
-    length_ = std::clamp<size_t>(accepted + 1, 1, max_);
-  }
-  if (accepted > 0) {
-    failures_ = 0;
-    next_pause_ = 4;
-    return;
-  }
-  if (++failures_ < kFailuresBeforePause) return;
-  failures_ = 0;
-  pause_ = next_pause_;
-  next_pause_ = std::min(kMaxPause, 2 * next_pause_);
+  kept_ = kDecay * kept_ + static_cast<double>(accepted);
+  tried_ = kDecay * tried_ + static_cast<double>(accepted + (accepted < drafted ? 1 : 0));
 }
 
 }  // namespace strata::engine

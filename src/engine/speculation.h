@@ -8,10 +8,16 @@
 // on from its own start (the repetition it found, extended), so a loop of any period fills the
 // whole draft.
 //
-// The draft length adapts to what the sequence's guesses achieved: it grows while whole drafts
-// are accepted, shrinks to one more than the accepted run otherwise, and after a few drafts in a
-// row with nothing accepted, speculation pauses for a number of steps that doubles each time
-// (up to kMaxPause), so that text where guesses fail costs a draft in kMaxPause steps at most.
+// The draft length weighs what guesses bring against what they cost, both measured as the
+// engine runs. A sequence's guesses are kept one after another with probability α until the
+// first miss, so k guesses yield (1 − α^(k+1)) / (1 − α) tokens per step (Leviathan et al.);
+// they cost the step's extra positions (a forward pass is nearly flat in its positions while it
+// is bound by memory bandwidth, and linear once bound by compute, as a small model's is) and the
+// proposer's time (a draft model's pass per guess). The length is the one that maximises the
+// step's tokens per second, none when no length beats plain decode: then the sequence pauses
+// for a number of steps that doubles (up to kMaxPause) and probes again with its best non-zero
+// length, so text where guesses fail costs a probe in kMaxPause steps at most, and none where
+// even guesses that are always right would not pay (a draft model too slow for its target).
 #pragma once
 
 #include <cstddef>
@@ -40,25 +46,66 @@ inline size_t guesses_per_sequence(size_t n_decoding, size_t n_speculating) {
 std::vector<TokenId> propose_ngram(std::span<const TokenId> tokens, size_t ngram_min,
                                    size_t ngram_max, size_t max_draft);
 
+// What decode steps and proposals cost on this machine and model, measured as the engine runs
+// (seconds). A step's time from schedule to update is fit as a + b·n over its n positions by
+// least squares, each step weighing kDecay of the one after it; a lookup's is a running mean.
+// Until a cost is measured it is taken as free, so that the first drafts measure it.
+class StepCost {
+ public:
+  static constexpr double kDecay = 0.98;
+
+  // A step of decoding sequences only ran `positions` positions (tokens and guesses).
+  void record_step(size_t positions, double seconds);
+  // What a draft model's pass costs (DraftModel::pass_seconds).
+  void set_draft_pass(double seconds) { draft_pass_ = seconds; }
+  // One prompt lookup took `seconds`.
+  void record_lookup(double seconds);
+
+  double step(size_t positions) const;
+  // What `guesses` guesses of one sequence cost to propose.
+  double proposal(SpeculationKind kind, size_t guesses) const;
+
+ private:
+  // Decayed sums of the fit: weight, n, n², t, n·t.
+  double w_ = 0, n_ = 0, nn_ = 0, t_ = 0, nt_ = 0;
+  double slope_ = 0;  // b, kept while the recent steps all ran the same n
+  double draft_pass_ = 0, lookup_ = 0;
+};
+
 class DraftLength {
  public:
-  static constexpr size_t kFailuresBeforePause = 3;
+  static constexpr size_t kFirstPause = 4;
   static constexpr size_t kMaxPause = 64;
+  // Each verification weighs this much of the one after it in the acceptance estimate.
+  static constexpr double kDecay = 0.85;
 
-  explicit DraftLength(size_t max_draft = 0) : max_(max_draft), length_(max_draft) {}
+  explicit DraftLength(size_t max_draft = 0, size_t min_draft = 0)
+      : max_(max_draft), min_(min_draft) {}
 
-  // Guesses to make this step: 0 while paused (the step counts towards the pause).
-  size_t next();
+  // Guesses to make this step, at most `cap`, for a sequence among `n_decoding` decoding ones:
+  // 0 while paused (the step counts towards the pause) or when guessing does not pay, unless
+  // min_draft asks for some.
+  size_t next(size_t cap, size_t n_decoding, SpeculationKind kind, const StepCost& cost);
   // A verification of `drafted` guesses kept the first `accepted`.
   void record(size_t drafted, size_t accepted);
+  // α: the probability that a guess is kept once those before it were (a prior of 1/2, worth one
+  // miss and one hit, until verifications say otherwise).
+  double acceptance() const { return (kept_ + 1) / (tried_ + 2); }
   size_t max() const { return max_; }
 
  private:
-  size_t max_;
-  size_t length_;
-  size_t failures_ = 0;  // drafts in a row with nothing accepted
-  size_t pause_ = 0;     // steps left without speculation
-  size_t next_pause_ = 4;
+  size_t max_, min_;
+  double kept_ = 0, tried_ = 0;  // decayed counts of kept guesses and of guesses verified
+  size_t pause_ = 0;             // steps left without speculation
+  size_t next_pause_ = kFirstPause;
+  bool probe_ = false;  // the pause ended: guess once whatever the estimate
 };
+
+// The draft length in [0, max_guesses] that maximises the step's expected tokens per second,
+//   tokens(k)  = n_decoding − 1 + Σ_{i=0..k} α^i
+//   seconds(k) = step(n_decoding + k) + proposal(k),
+// or the best in [1, max_guesses] with `at_least_one`.
+size_t best_draft_length(double acceptance, size_t max_guesses, size_t n_decoding,
+                         SpeculationKind kind, const StepCost& cost, bool at_least_one);
 
 }  // namespace strata::engine

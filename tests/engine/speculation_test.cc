@@ -17,7 +17,9 @@
 namespace strata {
 namespace {
 
+using engine::best_draft_length;
 using engine::DraftLength;
+using engine::StepCost;
 // The proposer over a literal list of tokens.
 std::vector<TokenId> propose_ngram(const std::vector<TokenId>& tokens, size_t n_min, size_t n_max,
                                    size_t max_draft) {
@@ -44,24 +46,86 @@ TEST(NgramProposerTest, ALoopShorterThanTheDraftFillsIt) {
   EXPECT_EQ(propose_ngram({9, 9, 9}, 2, 2, 4), (std::vector<TokenId>{9, 9, 9, 9}));
 }
 
-TEST(DraftLengthTest, GrowsOnWholeDraftsShrinksOnMissesAndPausesOnFailures) {
+// A step over n positions taking a + b·n seconds, seen for n = 1..9 (plain decode and drafts).
+StepCost linear_cost(double a, double b, double draft_pass) {
+  StepCost cost;
+  for (int round = 0; round < 40; ++round) {
+    for (size_t n = 1; n <= 9; ++n) cost.record_step(n, a + b * static_cast<double>(n));
+  }
+  cost.set_draft_pass(draft_pass);
+  return cost;
+}
+
+TEST(StepCostTest, FitsAStepAsLinearInItsPositions) {
+  const StepCost cost = linear_cost(2e-3, 5e-4, 0);
+  EXPECT_NEAR(cost.step(5), 4.5e-3, 1e-9);
+  EXPECT_NEAR(cost.step(12), 8e-3, 1e-9);
+  // Only ever one n: what a position adds is unknown, taken as nothing.
+  StepCost flat;
+  for (int i = 0; i < 10; ++i) flat.record_step(1, 3e-3);
+  EXPECT_NEAR(flat.step(9), 3e-3, 1e-12);
+  EXPECT_EQ(StepCost().step(4), 0);
+  flat.set_draft_pass(2e-3);
+  EXPECT_NEAR(flat.proposal(SpeculationKind::kDraft, 2), 4e-3, 1e-12);
+  EXPECT_EQ(flat.proposal(SpeculationKind::kDraft, 0), 0);
+  EXPECT_EQ(flat.proposal(SpeculationKind::kNgram, 5), 0);  // no lookup timed yet
+}
+
+TEST(DraftLengthTest, BestLengthWeighsKeptGuessesAgainstWhatTheyCost) {
+  // The testbed pair on a 2-core CPU: a target step 0.30 ms + 0.07 ms per position (compute
+  // bound), a draft pass 0.146 ms. At α = 0.5 a guess costs more than it brings (1.5 tokens in
+  // 0.586 ms against 1 in 0.37); at 0.7 one guess pays (1.7 in 0.586) and two do not; at 0.95
+  // four are best.
+  const StepCost testbed = linear_cost(0.30e-3, 0.07e-3, 0.146e-3);
+  EXPECT_EQ(best_draft_length(0.5, 8, 1, SpeculationKind::kDraft, testbed, false), 0u);
+  EXPECT_EQ(best_draft_length(0.5, 8, 1, SpeculationKind::kDraft, testbed, true), 1u);
+  EXPECT_EQ(best_draft_length(0.7, 8, 1, SpeculationKind::kDraft, testbed, false), 1u);
+  EXPECT_EQ(best_draft_length(0.95, 8, 1, SpeculationKind::kDraft, testbed, false), 4u);
+  // Eight streams: a guess slows every one of them.
+  EXPECT_EQ(best_draft_length(0.7, 8, 8, SpeculationKind::kDraft, testbed, false), 0u);
+  // Bound by memory bandwidth (a 1B model: 20 ms a step, 0.1 ms a position), prompt lookup is
+  // worth its whole length at α = 0.8, and two guesses even at α = 0.1.
+  const StepCost bandwidth = linear_cost(20e-3, 0.1e-3, 0);
+  EXPECT_EQ(best_draft_length(0.8, 8, 1, SpeculationKind::kNgram, bandwidth, false), 8u);
+  EXPECT_EQ(best_draft_length(0.1, 8, 1, SpeculationKind::kNgram, bandwidth, false), 2u);
+  // Costs not measured yet: the longest draft, which measures them.
+  EXPECT_EQ(best_draft_length(0.5, 6, 1, SpeculationKind::kDraft, StepCost(), false), 6u);
+}
+
+TEST(DraftLengthTest, FollowsTheAcceptanceAndPausesWhenGuessingDoesNotPay) {
+  const StepCost testbed = linear_cost(0.30e-3, 0.07e-3, 0.146e-3);
   DraftLength d(8);
-  EXPECT_EQ(d.next(), 8u);
-  d.record(8, 2);
-  EXPECT_EQ(d.next(), 3u);  // one more than the accepted run
-  d.record(3, 3);
-  EXPECT_EQ(d.next(), 4u);  // grows by half
-  // Three drafts in a row with nothing accepted pause speculation for 4 steps, then 8.
-  for (int i = 0; i < 3; ++i) d.record(d.next(), 0);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(d.next(), 0u);
-  EXPECT_EQ(d.next(), 1u);
-  for (int i = 0; i < 3; ++i) d.record(1, 0);
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.next(), 0u);
-  EXPECT_EQ(d.next(), 1u);
-  d.record(1, 1);  // an accepted guess resets the pauses
-  for (int i = 0; i < 3; ++i) d.record(1, 0);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(d.next(), 0u);
-  EXPECT_EQ(DraftLength(0).next(), 0u);
+  EXPECT_DOUBLE_EQ(d.acceptance(), 0.5);
+  for (int i = 0; i < 20; ++i) d.record(4, 4);
+  EXPECT_GT(d.acceptance(), 0.95);
+  EXPECT_GE(d.next(8, 1, SpeculationKind::kDraft, testbed), 4u);
+  EXPECT_EQ(d.next(2, 1, SpeculationKind::kDraft, testbed), 2u);  // the step's share caps it
+  // Misses bring α down until no guess pays: the sequence pauses 4 steps, then probes with one.
+  for (int i = 0; i < 20; ++i) d.record(2, 0);
+  EXPECT_LT(d.acceptance(), 0.25);
+  EXPECT_EQ(d.next(8, 1, SpeculationKind::kDraft, testbed), 0u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(d.next(8, 1, SpeculationKind::kDraft, testbed), 0u);
+  EXPECT_EQ(d.next(8, 1, SpeculationKind::kDraft, testbed), 1u);
+  d.record(1, 0);
+  // Still no gain: the next pause is twice as long.
+  EXPECT_EQ(d.next(8, 1, SpeculationKind::kDraft, testbed), 0u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.next(8, 1, SpeculationKind::kDraft, testbed), 0u);
+  EXPECT_EQ(d.next(8, 1, SpeculationKind::kDraft, testbed), 1u);
+  // Probes that hit bring guessing back.
+  for (int i = 0; i < 12; ++i) d.record(1, 1);
+  EXPECT_GT(d.next(8, 1, SpeculationKind::kDraft, testbed), 0u);
+  EXPECT_EQ(DraftLength(0).next(8, 1, SpeculationKind::kNgram, testbed), 0u);
+  // Each guess costing as much as a token (a step 0.4 ms per position, a draft pass 0.4 ms):
+  // not even guesses that are always right pay, so the pauses end without a probe.
+  const StepCost hopeless = linear_cost(0, 0.4e-3, 0.4e-3);
+  DraftLength h(8);
+  for (int i = 0; i < 20; ++i) h.record(2, 0);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(h.next(8, 1, SpeculationKind::kDraft, hopeless), 0u);
+  // A floor (--draft-min) guesses whatever the costs, within the step's share.
+  DraftLength floor(8, 3);
+  for (int i = 0; i < 20; ++i) floor.record(3, 0);
+  EXPECT_EQ(floor.next(8, 1, SpeculationKind::kDraft, testbed), 3u);
+  EXPECT_EQ(floor.next(2, 1, SpeculationKind::kDraft, testbed), 2u);
 }
 
 TEST(DraftLengthTest, ManyStreamsLeaveNoRoomForGuesses) {
@@ -84,6 +148,9 @@ std::unique_ptr<Engine> make_engine(SpeculationKind kind, const std::string& dra
   options.speculative.kind = kind;
   options.speculative.draft_model = draft;
   options.speculative.ngram_min = 1;  // guesses often, so that many are rejected too
+  // stories260K is so small that a step costs as much per position as a token, and guesses
+  // would rarely pay: these tests verify guesses, so every step makes some.
+  options.speculative.min_draft = 2;
   Result<std::unique_ptr<Engine>> engine = Engine::create(options);
   EXPECT_TRUE(engine.ok()) << engine.error().message;
   return engine.ok() ? std::move(engine).value() : nullptr;
