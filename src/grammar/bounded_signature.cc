@@ -1,6 +1,7 @@
 #include "grammar/bounded_signature.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace strata::grammar {
 namespace {
@@ -8,7 +9,8 @@ namespace {
 constexpr uint32_t kNone = 0;
 constexpr uint32_t kEndId = 1;
 constexpr uint32_t kUnset = UINT32_MAX;
-enum Tag : uint32_t { kBytesTag, kRuleTag, kRuleSetTag };
+// kPairTag: a rule of two alternatives, the set as its (smaller, larger) ids.
+enum Tag : uint32_t { kBytesTag, kRuleTag, kPairTag, kRuleSetTag };
 
 // The memo slot of (index, depth), allocating the index's row on first use.
 uint32_t& memo_slot(std::vector<std::vector<uint32_t>>& memo, uint32_t index, int depth,
@@ -42,10 +44,39 @@ uint32_t BoundedSignatures::intern(std::vector<uint32_t> structure) {
   return it->second;
 }
 
+uint32_t BoundedSignatures::PairIds::find_or_add(uint64_t key, uint32_t* next_id) {
+  if (2 * (size_ + 1) > keys_.size()) grow();
+  const size_t mask = keys_.size() - 1;
+  for (size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> shift_;; slot = (slot + 1) & mask) {
+    if (keys_[slot] == key) return values_[slot];
+    if (keys_[slot] == kEmpty) {
+      keys_[slot] = key;
+      values_[slot] = (*next_id)++;
+      ++size_;
+      return values_[slot];
+    }
+  }
+}
+
+void BoundedSignatures::PairIds::grow() {
+  std::vector<uint64_t> keys = std::move(keys_);
+  std::vector<uint32_t> values = std::move(values_);
+  const size_t capacity = std::max<size_t>(1024, 2 * keys.size());
+  keys_.assign(capacity, kEmpty);
+  values_.assign(capacity, 0);
+  shift_ = 64 - std::countr_zero(capacity);
+  const size_t mask = capacity - 1;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == kEmpty) continue;
+    size_t slot = (keys[i] * 0x9E3779B97F4A7C15ULL) >> shift_;
+    while (keys_[slot] != kEmpty) slot = (slot + 1) & mask;
+    keys_[slot] = keys[i];
+    values_[slot] = values[i];
+  }
+}
+
 uint32_t BoundedSignatures::intern3(uint32_t tag, uint32_t a, uint32_t b) {
-  const auto [it, inserted] = ids3_[tag].emplace(uint64_t{a} << 32 | b, next_id_);
-  if (inserted) ++next_id_;
-  return it->second;
+  return ids3_[tag].find_or_add(uint64_t{a} << 32 | b, &next_id_);
 }
 
 uint32_t BoundedSignatures::position(uint32_t pos, int depth) {
@@ -78,11 +109,21 @@ uint32_t BoundedSignatures::position(uint32_t pos, int depth) {
 uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
   uint32_t& memo = memo_slot(rule_memo_, r, depth, max_depth_);
   if (memo != kUnset) return memo;
-  std::vector<uint32_t> structure{kRuleSetTag};
-  for (uint32_t alt : grammar_.rules()[r].alternatives) structure.push_back(position(alt, depth));
-  std::sort(structure.begin() + 1, structure.end());
-  structure.erase(std::unique(structure.begin() + 1, structure.end()), structure.end());
-  const uint32_t id = intern(std::move(structure));
+  const std::vector<uint32_t>& alternatives = grammar_.rules()[r].alternatives;
+  uint32_t id;
+  if (alternatives.size() == 1) {
+    // A set of one alternative means what the alternative means: its id (most rules).
+    id = position(alternatives[0], depth);
+  } else if (alternatives.size() == 2) {
+    const uint32_t a = position(alternatives[0], depth), b = position(alternatives[1], depth);
+    id = a == b ? a : intern3(kPairTag, std::min(a, b), std::max(a, b));
+  } else {
+    std::vector<uint32_t> structure{kRuleSetTag};
+    for (uint32_t alt : alternatives) structure.push_back(position(alt, depth));
+    std::sort(structure.begin() + 1, structure.end());
+    structure.erase(std::unique(structure.begin() + 1, structure.end()), structure.end());
+    id = structure.size() == 2 ? structure[1] : intern(std::move(structure));
+  }
   memo = id;
   return id;
 }

@@ -9,7 +9,7 @@
 //   kEnd           -> kEnd
 //   kBytes set     -> (set, sig(p + 1, d - 1))
 //   kRule r        -> (rule_sig(r, d), sig(p + 1, d - min_length(r)))
-//   rule_sig(r, d) =  the set of sig(alternative start, d)
+//   rule_sig(r, d) =  the set of sig(alternative start, d); a set of one is its element
 // Using d - min_length(r) for what follows a rule overstates the bytes left there, which only
 // makes ids finer, never wrongly equal.
 #pragma once
@@ -32,6 +32,22 @@ class BoundedSignatures {
   struct VectorHash {
     size_t operator()(const std::vector<uint32_t>& v) const;
   };
+  // Ids of (a, b) pairs: open addressing with linear probing, a table of 64-bit keys at most half
+  // full. The pairs are most of a compile's signature work (millions on a large schema), where
+  // std::unordered_map's node per entry cost a third of the compile.
+  class PairIds {
+   public:
+    // The id of `key`, or `next` (and next + 1 left in *next_id) when it is new.
+    uint32_t find_or_add(uint64_t key, uint32_t* next_id);
+
+   private:
+    void grow();
+    static constexpr uint64_t kEmpty = UINT64_MAX;  // no pair of ids (both < 2^32 - 1) is this
+    std::vector<uint64_t> keys_;
+    std::vector<uint32_t> values_;
+    size_t size_ = 0;
+    int shift_ = 64;  // slot = hash >> shift_ (64 - log2 of the capacity)
+  };
   uint32_t rule(uint32_t rule, int depth);
   uint32_t intern(std::vector<uint32_t> structure);
   // (tag, a, b) structures, the most common, without allocating.
@@ -46,7 +62,7 @@ class BoundedSignatures {
   // kUnset where not computed yet.
   std::vector<std::vector<uint32_t>> position_memo_, rule_memo_;
   std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids_;
-  std::unordered_map<uint64_t, uint32_t> ids3_[2];  // per tag, keyed by a << 32 | b
+  PairIds ids3_[3];  // per tag, keyed by a << 32 | b
   uint32_t next_id_ = 2;                            // 0: kNone, 1: kEnd
   int recursion_ = 0;
 };
