@@ -62,8 +62,8 @@ class BoundedSignatures {
   // kUnset where not computed yet.
   std::vector<std::vector<uint32_t>> position_memo_, rule_memo_;
   std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids_;
-  PairIds ids3_[3];  // per tag, keyed by a << 32 | b
-  uint32_t next_id_ = 2;                            // 0: kNone, 1: kEnd
+  PairIds ids3_[3];       // per tag, keyed by a << 32 | b
+  uint32_t next_id_ = 2;  // 0: kNone, 1: kEnd
   int recursion_ = 0;
 };
 
