@@ -42,34 +42,44 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::compile(
   return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
 }
 
+ByteSet CompiledGrammar::RuleSets::sequence_first(const Grammar& g, uint32_t pos,
+                                                  bool* seq_nullable) const {
+  ByteSet out;
+  for (;; ++pos) {
+    const Element& e = g.element(pos);
+    if (e.kind == ElementKind::kEnd) {
+      *seq_nullable = true;
+      return out;
+    }
+    if (e.kind == ElementKind::kBytes) {
+      merge_into(&out, g.byte_set(e.value));
+      *seq_nullable = false;
+      return out;
+    }
+    merge_into(&out, first[e.value]);
+    if (!nullable[e.value]) {
+      *seq_nullable = false;
+      return out;
+    }
+  }
+}
+
 // FIRST / nullable / FOLLOW over the byte-level rules, by worklists: a rule is recomputed only
 // when a rule it reads changed, and a set only grows (by at most 256 bytes), so the work is
 // linear in the grammar. Passes over every rule until nothing changes took one pass per rule
 // of a long chain, quadratic in the grammar.
-Result<std::vector<ByteSet>> CompiledGrammar::follow_sets(CompileMeter* meter) const {
+Result<CompiledGrammar::RuleSets> CompiledGrammar::rule_sets(CompileMeter* meter) const {
   const Grammar& g = *grammar_;
   const size_t n = g.rules().size();
-  std::vector<bool> nullable(n, false);
-  std::vector<ByteSet> first(n), follow(n);
-  // FIRST of the sequence from pos to its kEnd; sets *seq_nullable.
+  RuleSets sets;
+  sets.nullable.assign(n, false);
+  sets.first.resize(n);
+  sets.follow.resize(n);
+  std::vector<ByteSet>& first = sets.first;
+  std::vector<ByteSet>& follow = sets.follow;
+  std::vector<bool>& nullable = sets.nullable;
   auto sequence_first = [&](uint32_t pos, ByteSet* out, bool* seq_nullable) {
-    for (;; ++pos) {
-      const Element& e = g.element(pos);
-      if (e.kind == ElementKind::kEnd) {
-        *seq_nullable = true;
-        return;
-      }
-      if (e.kind == ElementKind::kBytes) {
-        merge_into(out, g.byte_set(e.value));
-        *seq_nullable = false;
-        return;
-      }
-      merge_into(out, first[e.value]);
-      if (!nullable[e.value]) {
-        *seq_nullable = false;
-        return;
-      }
-    }
+    merge_into(out, sets.sequence_first(g, pos, seq_nullable));
   };
   std::vector<std::vector<uint32_t>> callers(n);
   for (uint32_t r = 0; r < n; ++r) {
@@ -137,7 +147,7 @@ Result<std::vector<ByteSet>> CompiledGrammar::follow_sets(CompileMeter* meter) c
     }
     if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + inherits[h].size() / 16));
   }
-  return follow;
+  return sets;
 }
 
 namespace {
@@ -245,7 +255,8 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
       }
     }
   }
-  STRATA_ASSIGN_OR_RETURN(const std::vector<ByteSet> follow, follow_sets(meter));
+  STRATA_ASSIGN_OR_RETURN(const RuleSets sets, rule_sets(meter));
+  const std::vector<ByteSet>& follow = sets.follow;
   // Equal FOLLOW sets share an id, so positions of different rules can share cached groups.
   std::vector<uint32_t> follow_id(follow.size());
   {
@@ -283,6 +294,29 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     for (const TokenPart& part : parts_of_byte) token_depth = std::max(token_depth, part.depth + 1);
   }
   BoundedSignatures signatures(g, token_depth);
+  // The longest token that starts with each byte: a position's tokens are seen through at most
+  // the longest that starts with a byte of its set, so its key reads that many bytes, not the
+  // vocabulary's longest (128 bytes of spaces in some), which costs a signature per depth of
+  // every position it reaches. Equal keys still mean equal token sets: equal signatures start
+  // with the same byte set, hence read the same depth.
+  std::array<int, 256> longest_from{};
+  for (unsigned b = 0; b < 256; ++b) {
+    for (const TokenPart& part : parts[b]) {
+      longest_from[b] = std::max(longest_from[b], part.depth + 1);
+    }
+  }
+  std::unordered_map<uint32_t, int> depth_of_set;  // byte-set id -> its tokens' longest
+  auto key_depth = [&](uint32_t set) {
+    auto [it, inserted] = depth_of_set.emplace(set, 1);
+    if (inserted) {
+      for (unsigned b = 0; b < 256; ++b) {
+        if (g.byte_set(set).test(static_cast<uint8_t>(b))) {
+          it->second = std::max(it->second, longest_from[b]);
+        }
+      }
+    }
+    return it->second;
+  };
   // Bounds the cache's memory on huge grammars (ids held); past it the cache starts over.
   constexpr size_t kMaxCachedEntries = size_t{1} << 24;
   StackPool pool;
@@ -310,7 +344,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     const ByteSet& first = g.byte_set(e.value);
     if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
     const uint64_t position_key =
-        uint64_t{signatures.position(pos, token_depth)} << 32 | follow_id[rule];
+        uint64_t{signatures.position(pos, key_depth(e.value))} << 32 | follow_id[rule];
     if (auto it = tokens_of_signature.find(position_key); it != tokens_of_signature.end()) {
       tokens_index_[pos] = it->second;
       ++stats_.positions;
@@ -380,11 +414,32 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
   for (const PositionTokens& t : tokens_) {
     leftover_depth_ = std::max(leftover_depth_, static_cast<uint32_t>(t.max_leftover_length));
   }
+  // A frame's return signature reads the bytes a leftover can bring it: at most the longest
+  // leftover that starts with a byte of FIRST of the frame's rest (bytes past the rest's end
+  // belong to the frames below). As with the position keys, equal signatures have equal FIRST
+  // sets, hence were read to the same depth.
+  std::array<uint32_t, 256> longest_leftover_from{};
+  for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
+    const std::string_view piece = vocab.sorted_piece(k);
+    for (size_t i = 1; i < piece.size(); ++i) {
+      uint32_t& longest = longest_leftover_from[static_cast<uint8_t>(piece[i])];
+      longest = std::max(longest, static_cast<uint32_t>(piece.size() - i));
+    }
+  }
   return_signature_.assign(g.elements().size(), 0);
   for (uint32_t pos = 1; pos < g.elements().size(); ++pos) {
     if (g.element(pos - 1).kind != ElementKind::kRule) continue;
     if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
-    return_signature_[pos] = signatures.position(pos, static_cast<int>(leftover_depth_));
+    bool rest_nullable = false;
+    const ByteSet rest_first = sets.sequence_first(g, pos, &rest_nullable);
+    uint32_t depth = 0;
+    for (unsigned b = 0; b < 256; ++b) {
+      if (rest_first.test(static_cast<uint8_t>(b))) {
+        depth = std::max(depth, longest_leftover_from[b]);
+      }
+    }
+    return_signature_[pos] =
+        signatures.position(pos, static_cast<int>(std::min(depth, leftover_depth_)));
   }
   return precompute_closed_leftovers(meter);
 }

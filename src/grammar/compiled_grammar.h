@@ -101,8 +101,15 @@ class CompiledGrammar {
   // The leftover checks below frames that close leftovers, for the positions of the rule
   // called (return signatures must be set).
   Status precompute_closed_leftovers(CompileMeter* meter);
-  // Per rule: the bytes that may come right after it ends, in any context (FOLLOW sets).
-  Result<std::vector<ByteSet>> follow_sets(CompileMeter* meter) const;
+  // Per rule: the bytes it may start with (FIRST), whether it matches the empty string, and the
+  // bytes that may come right after it ends, in any context (FOLLOW).
+  struct RuleSets {
+    std::vector<ByteSet> first, follow;
+    std::vector<bool> nullable;
+    // FIRST of the sequence from `pos` to its alternative's end; *nullable: it may be empty.
+    ByteSet sequence_first(const Grammar& g, uint32_t pos, bool* nullable) const;
+  };
+  Result<RuleSets> rule_sets(CompileMeter* meter) const;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocabulary_;
