@@ -77,9 +77,10 @@ Status Engine::Impl::run_step() {
 // A step that only decoded (every chunk a sequence's last token and its guesses, each wanting
 // logits) tells the draft lengths what a position costs; prefill chunks would blur it.
 void Engine::Impl::record_step_cost(const engine::SchedulerOutput& plan, double seconds) {
-  if (plan.scheduled.empty()) return;
-  for (const engine::ScheduledSeq& c : plan.scheduled) {
-    if (c.seq->embed || c.n_logits != c.n_tokens) return;
+  const auto decodes = [](const engine::ScheduledSeq& c) { return !c.seq->embed && c.decodes(); };
+  if (plan.scheduled.empty() ||
+      !std::all_of(plan.scheduled.begin(), plan.scheduled.end(), decodes)) {
+    return;
   }
   step_cost.record_step(plan.n_tokens, seconds);
 }
@@ -182,12 +183,12 @@ Status Engine::Impl::propose() {
 }
 
 // A draft model computes the prompt chunks of the sequences it guesses for in the same step as
-// the target (a chunk that wants fewer logits than it has positions is a prompt's).
+// the target.
 Status Engine::Impl::prefill_draft(const engine::SchedulerOutput& plan) {
   if (!draft) return ok_status();
   for (const engine::ScheduledSeq& c : plan.scheduled) {
     const engine::Sequence& s = *c.seq;
-    if (s.finished() || s.speculation != SpeculationKind::kDraft || c.n_logits == c.n_tokens) {
+    if (s.finished() || s.speculation != SpeculationKind::kDraft || c.decodes()) {
       continue;
     }
     STRATA_RETURN_IF_ERROR(draft->prefill(s.id, std::span(s.tokens).first(s.n_computed)));

@@ -24,6 +24,10 @@ struct ScheduledSeq {
   // Logit rows wanted: for the last n_logits of those positions (0 for a prompt chunk that does
   // not reach the end; more than 1 once guessed tokens are verified, for speculative decoding).
   size_t n_logits;
+  // A decode chunk: the last token and its guesses, every position wanting logits (a prompt
+  // chunk wants at most one; its last chunk of one position looks like a decode and is one, in
+  // cost).
+  bool decodes() const { return n_logits == n_tokens; }
 };
 
 struct SchedulerOutput {

@@ -109,20 +109,27 @@ uint32_t BoundedSignatures::position(uint32_t pos, int depth) {
 uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
   uint32_t& memo = memo_slot(rule_memo_, r, depth, max_depth_);
   if (memo != kUnset) return memo;
+  // A set of one id is that id (a rule of one alternative means what the alternative means),
+  // of two a pair id, larger sets interned whole; one- and two-alternative rules (most) allocate
+  // nothing.
   const std::vector<uint32_t>& alternatives = grammar_.rules()[r].alternatives;
   uint32_t id;
-  if (alternatives.size() == 1) {
-    // A set of one alternative means what the alternative means: its id (most rules).
-    id = position(alternatives[0], depth);
-  } else if (alternatives.size() == 2) {
-    const uint32_t a = position(alternatives[0], depth), b = position(alternatives[1], depth);
+  if (alternatives.size() == 1 || alternatives.size() == 2) {
+    const uint32_t a = position(alternatives[0], depth);
+    const uint32_t b = alternatives.size() == 2 ? position(alternatives[1], depth) : a;
     id = a == b ? a : intern3(kPairTag, std::min(a, b), std::max(a, b));
   } else {
     std::vector<uint32_t> structure{kRuleSetTag};
     for (uint32_t alt : alternatives) structure.push_back(position(alt, depth));
     std::sort(structure.begin() + 1, structure.end());
     structure.erase(std::unique(structure.begin() + 1, structure.end()), structure.end());
-    id = structure.size() == 2 ? structure[1] : intern(std::move(structure));
+    if (structure.size() == 2) {
+      id = structure[1];
+    } else if (structure.size() == 3) {
+      id = intern3(kPairTag, structure[1], structure[2]);
+    } else {
+      id = intern(std::move(structure));
+    }
   }
   memo = id;
   return id;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <deque>
 #include <map>
 #include <unordered_map>
@@ -22,6 +23,18 @@ bool merge_into(ByteSet* to, const ByteSet& from) {
     to->bits[w] = merged;
   }
   return changed;
+}
+
+// The largest longest[b] over the bytes b of `set` (0 for none).
+template <class T>
+T longest_over(const ByteSet& set, const std::array<T, 256>& longest) {
+  T out = 0;
+  for (size_t w = 0; w < 4; ++w) {
+    for (uint64_t bits = set.bits[w]; bits != 0; bits &= bits - 1) {
+      out = std::max(out, longest[64 * w + static_cast<size_t>(std::countr_zero(bits))]);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -78,9 +91,6 @@ Result<CompiledGrammar::RuleSets> CompiledGrammar::rule_sets(CompileMeter* meter
   std::vector<ByteSet>& first = sets.first;
   std::vector<ByteSet>& follow = sets.follow;
   std::vector<bool>& nullable = sets.nullable;
-  auto sequence_first = [&](uint32_t pos, ByteSet* out, bool* seq_nullable) {
-    merge_into(out, sets.sequence_first(g, pos, seq_nullable));
-  };
   std::vector<std::vector<uint32_t>> callers(n);
   for (uint32_t r = 0; r < n; ++r) {
     for (uint32_t alt : g.rules()[r].alternatives) {
@@ -98,9 +108,8 @@ Result<CompiledGrammar::RuleSets> CompiledGrammar::rule_sets(CompileMeter* meter
     queued[r] = false;
     bool changed = false;
     for (uint32_t alt : g.rules()[r].alternatives) {
-      ByteSet f;
       bool alt_nullable = false;
-      sequence_first(alt, &f, &alt_nullable);
+      const ByteSet f = sets.sequence_first(g, alt, &alt_nullable);
       changed = merge_into(&first[r], f) || changed;
       if (alt_nullable && !nullable[r]) nullable[r] = changed = true;
     }
@@ -122,9 +131,8 @@ Result<CompiledGrammar::RuleSets> CompiledGrammar::rule_sets(CompileMeter* meter
       for (uint32_t pos = alt; g.element(pos).kind != ElementKind::kEnd; ++pos) {
         const Element& e = g.element(pos);
         if (e.kind != ElementKind::kRule) continue;
-        ByteSet f;
         bool rest_nullable = false;
-        sequence_first(pos + 1, &f, &rest_nullable);
+        const ByteSet f = sets.sequence_first(g, pos + 1, &rest_nullable);
         merge_into(&follow[e.value], f);
         if (rest_nullable && e.value != h) inherits[h].push_back(e.value);
       }
@@ -305,18 +313,10 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
       longest_from[b] = std::max(longest_from[b], part.depth + 1);
     }
   }
-  std::unordered_map<uint32_t, int> depth_of_set;  // byte-set id -> its tokens' longest
-  auto key_depth = [&](uint32_t set) {
-    auto [it, inserted] = depth_of_set.emplace(set, 1);
-    if (inserted) {
-      for (unsigned b = 0; b < 256; ++b) {
-        if (g.byte_set(set).test(static_cast<uint8_t>(b))) {
-          it->second = std::max(it->second, longest_from[b]);
-        }
-      }
-    }
-    return it->second;
-  };
+  std::vector<int> key_depth(g.n_byte_sets());  // per byte-set id
+  for (uint32_t set = 0; set < key_depth.size(); ++set) {
+    key_depth[set] = std::max(1, longest_over(g.byte_set(set), longest_from));
+  }
   // Bounds the cache's memory on huge grammars (ids held); past it the cache starts over.
   constexpr size_t kMaxCachedEntries = size_t{1} << 24;
   StackPool pool;
@@ -344,7 +344,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     const ByteSet& first = g.byte_set(e.value);
     if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
     const uint64_t position_key =
-        uint64_t{signatures.position(pos, key_depth(e.value))} << 32 | follow_id[rule];
+        uint64_t{signatures.position(pos, key_depth[e.value])} << 32 | follow_id[rule];
     if (auto it = tokens_of_signature.find(position_key); it != tokens_of_signature.end()) {
       tokens_index_[pos] = it->second;
       ++stats_.positions;
@@ -431,13 +431,8 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     if (g.element(pos - 1).kind != ElementKind::kRule) continue;
     if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
     bool rest_nullable = false;
-    const ByteSet rest_first = sets.sequence_first(g, pos, &rest_nullable);
-    uint32_t depth = 0;
-    for (unsigned b = 0; b < 256; ++b) {
-      if (rest_first.test(static_cast<uint8_t>(b))) {
-        depth = std::max(depth, longest_leftover_from[b]);
-      }
-    }
+    const uint32_t depth =
+        longest_over(sets.sequence_first(g, pos, &rest_nullable), longest_leftover_from);
     return_signature_[pos] =
         signatures.position(pos, static_cast<int>(std::min(depth, leftover_depth_)));
   }
