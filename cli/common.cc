@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -205,6 +206,29 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
         "llama.cpp's -ctk / -ctv: --kv-type (keys and values take the same type)");
   }
   add_kv_tiers_option(sub, options.kv.tiers);
+  sub.add_option_function<std::string>(
+         "--kv-precise-layers",
+         [&options](const std::string& text) {
+           if (text == "auto") {
+             options.kv.precise_layers.reset();
+             return;
+           }
+           size_t used = 0;
+           long n = -1;
+           try {
+             n = std::stol(text, &used);
+           } catch (const std::exception&) {
+           }
+           if (n < 0 || used != text.size()) {
+             throw CLI::ValidationError("--kv-precise-layers",
+                                        "'" + text + "' is not a layer count: write auto or N");
+           }
+           options.kv.precise_layers = static_cast<size_t>(n);
+         },
+         "layers whose r4/r3 pages are kept one format up (r8/r4): the N whose attention "
+         "low-bit keys disturb most, measured at load; auto (default) is an eighth of the "
+         "layers, 0 none")
+      ->type_name("N|auto");
   // fast reads each KV page once per tile of prompt tokens in f32; exact matches the reference
   // build's f16-accumulating attention (the stories260K reference outputs).
   add_attention_option(

@@ -117,6 +117,11 @@ struct KvCachePolicy {
   // f32 under kFast too (docs/numerics.md).
   AttentionMode attention = AttentionMode::kFast;
   SparseAttentionPolicy sparse;
+  // Layers whose r4 and r3 pages are stored one format up (r8, r4) (--kv-precise-layers): the
+  // ones whose scores low-bit keys move most, measured at load over a fixed token sequence
+  // (src/engine/kv_calibration.h). nullopt: an eighth of the layers, rounded up (none under 4
+  // layers); 0 keeps every layer in the page's format.
+  std::optional<size_t> precise_layers;
 };
 
 // Prefix caching: a prompt that begins as an earlier one did reuses the keys and values of those

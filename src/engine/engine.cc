@@ -8,6 +8,7 @@
 
 #include "base/timer.h"
 #include "engine/engine_impl.h"
+#include "engine/kv_calibration.h"
 #include "engine/kv_policy.h"
 #include "engine/prefix_root.h"
 #include "gguf/describe.h"
@@ -285,13 +286,21 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const size_t context, context_size(options, c));
   impl->model->use_context(context);
   const size_t page = static_cast<size_t>(options.page_size);
-  const kv::KvShape kv_shape = impl->model->kv_shape(page);
-  const engine::KvPlanInput kv_input{.policy = options.kv,
-                                     .shape = kv_shape,
-                                     .context = context,
-                                     .sequences = static_cast<size_t>(options.max_sequences),
-                                     .batch_tokens = static_cast<size_t>(options.batch_tokens)};
-  STRATA_ASSIGN_OR_RETURN(const engine::KvPlan kv_plan, engine::plan_kv_cache(kv_input));
+  kv::KvShape kv_shape = impl->model->kv_shape(page);
+  engine::KvPlanInput kv_input{.policy = options.kv,
+                               .shape = kv_shape,
+                               .context = context,
+                               .sequences = static_cast<size_t>(options.max_sequences),
+                               .batch_tokens = static_cast<size_t>(options.batch_tokens)};
+  STRATA_ASSIGN_OR_RETURN(engine::KvPlan kv_plan, engine::plan_kv_cache(kv_input));
+  STRATA_ASSIGN_OR_RETURN(
+      kv_shape.precise_layers,
+      engine::calibrate_precise_layers(*impl->model, impl->tokenizer->bos(), kv_plan,
+                                       options.kv.precise_layers, page, *impl->pool));
+  if (!kv_shape.precise_layers.empty()) {  // pages of the low-bit arenas are larger now
+    kv_input.shape = kv_shape;
+    STRATA_ASSIGN_OR_RETURN(kv_plan, engine::plan_kv_cache(kv_input));
+  }
   const double kv_bytes = plan_bytes(kv_plan, kv_shape);
   STRATA_RETURN_IF_ERROR(check_kv_budget(kv_input, kv_bytes));
   STRATA_RETURN_IF_ERROR(check_kv_fits(kv_input, kv_bytes, impl->model->weights().bytes));

@@ -34,6 +34,12 @@ kv::PageKey prefix_cache_root(const kv::PageKey& model, const EngineOptions& o,
           std::to_string(shape.n_layers) + " kv_heads " + std::to_string(shape.n_kv_heads) +
           " head_dim " + std::to_string(shape.head_dim);
   what += std::string("\nkv ") + kv_precision_name(kv.hot) + " tiers " + kv_tiers_string(kv.tiers);
+  if (!shape.precise_layers.empty()) {  // the low-bit pages' layout (kv_page.h)
+    what += "\nprecise layers";
+    for (size_t l = 0; l < shape.n_layers; ++l) {
+      if (shape.precise_layer(l)) what += " " + std::to_string(l);
+    }
+  }
   what += std::string("\nattention ") + (kv.attention == AttentionMode::kFast ? "fast" : "exact");
   what += std::string("\nsummaries ") + (kv.sparse.enabled ? "yes" : "no");
   if (kv.sparse.enabled && kv.sparse.prefill) {

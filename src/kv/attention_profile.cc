@@ -41,8 +41,8 @@ void AttentionProfiler::profile_group(const KvCache& cache, size_t layer, const 
   // Every key the query can see, decoded to f32: attention as the page precisions give it.
   keys_.resize(n_ctx * head_dim);
   for (size_t p = 0, start = 0; start < n_ctx; ++p, start += page_size) {
-    kernels::kv_decode_block(pool.page(pages[p]).precision, kernels::KvRole::kKeys,
-                             pool.key_block(pages[p], layer, kv_head),
+    kernels::kv_decode_block(shape_.layer_precision(pool.page(pages[p]).precision, layer),
+                             kernels::KvRole::kKeys, pool.key_block(pages[p], layer, kv_head),
                              std::min(page_size, n_ctx - start), page_size, head_dim,
                              &keys_[start * head_dim]);
   }

@@ -220,7 +220,7 @@ bool KvCache::recode(SeqPages& s, size_t index, KvPrecision to) {
         const bool keys = role == kernels::KvRole::kKeys;
         kernels::kv_decode_block(from.precision, role, keys ? from.keys : from.values, n,
                                  sh.page_size, sh.head_dim, rows);
-        kernels::kv_encode_block(to, role, rows, n, sh.page_size, sh.head_dim,
+        kernels::kv_encode_block(into.precision, role, rows, n, sh.page_size, sh.head_dim,
                                  keys ? into.keys : into.values);
       }
     }

@@ -3,7 +3,8 @@
 // whole model, which keeps allocation, prefix sharing and precision tiers per page rather than per
 // (page, layer) pair.
 //
-// Layout of one page, in its precision's blocks (kernels/kv_format.h):
+// Layout of one page, in its precision's blocks (kernels/kv_format.h), except that the precise
+// layers of an r4 or r3 page take the next format up (KvShape::layer_precision):
 //   for layer in [0, n_layers):
 //     K: [n_kv_heads] blocks of [page_size][head_dim]
 //     V: [n_kv_heads] blocks of [page_size][head_dim]
@@ -46,6 +47,13 @@ struct KvShape {
   std::vector<bool> window_layers = {};
   size_t window = 0;
 
+  // Per layer, whether it keeps one format finer than a low-bit page's (layer_precision); empty
+  // when none does. A few layers carry most of a model's sensitivity to key error (those whose
+  // scores are largest: induction and retrieval heads), so a 4-bit page that holds them in 8
+  // bits loses several times less for a fraction of a bit per element
+  // (engine/kv_calibration.h chooses them).
+  std::vector<bool> precise_layers = {};
+
   size_t head_block_elements() const { return page_size * head_dim; }
   bool window_layer(size_t layer) const {
     return layer < window_layers.size() && window_layers[layer];
@@ -55,24 +63,43 @@ struct KvShape {
     for (bool w : window_layers) n += w ? 1 : 0;
     return n;
   }
+  bool precise_layer(size_t layer) const {
+    return layer < precise_layers.size() && precise_layers[layer];
+  }
 
-  // Bytes of one KV head's keys or values in a page of precision p (kernels::kv_block_bytes).
+  // The format a layer of a page of precision p is stored in: p, or for a precise layer of an
+  // r4 or r3 page the next format up (r8, r4).
+  KvPrecision layer_precision(KvPrecision p, size_t layer) const {
+    if (!precise_layer(layer)) return p;
+    if (p == KvPrecision::kR4) return KvPrecision::kR8;
+    if (p == KvPrecision::kR3) return KvPrecision::kR4;
+    return p;
+  }
+  // Bytes of one KV head's keys or values in a block of format p (kernels::kv_block_bytes).
   size_t block_bytes(KvPrecision p, kernels::KvRole role) const {
     return kernels::kv_block_bytes(p, role, page_size, head_dim);
   }
-  size_t layer_bytes(KvPrecision p) const {
+  // Bytes of one layer of a page of precision p.
+  size_t layer_bytes(KvPrecision p, size_t layer) const {
+    const KvPrecision f = layer_precision(p, layer);
     return n_kv_heads *
-           (block_bytes(p, kernels::KvRole::kKeys) + block_bytes(p, kernels::KvRole::kValues));
+           (block_bytes(f, kernels::KvRole::kKeys) + block_bytes(f, kernels::KvRole::kValues));
   }
 };
 
 // Bytes of one page of a precision, both parts.
 inline size_t page_bytes(const KvShape& shape, KvPrecision p) {
-  return shape.n_layers * shape.layer_bytes(p);
+  size_t bytes = 0;
+  for (size_t l = 0; l < shape.n_layers; ++l) bytes += shape.layer_bytes(p, l);
+  return bytes;
 }
 // Bytes of a page's window part (its sliding-window layers), and of the rest.
 inline size_t window_part_bytes(const KvShape& shape, KvPrecision p) {
-  return shape.n_window_layers() * shape.layer_bytes(p);
+  size_t bytes = 0;
+  for (size_t l = 0; l < shape.n_layers; ++l) {
+    if (shape.window_layer(l)) bytes += shape.layer_bytes(p, l);
+  }
+  return bytes;
 }
 inline size_t global_part_bytes(const KvShape& shape, KvPrecision p) {
   return page_bytes(shape, p) - window_part_bytes(shape, p);

@@ -15,15 +15,22 @@ KvPool::KvPool(const KvShape& shape, size_t n_pages, KvPrecision precision)
     : KvPool(shape, std::span<const ArenaSpec>(std::vector<ArenaSpec>{{precision, n_pages}})) {}
 
 KvPool::KvPool(const KvShape& shape, std::span<const ArenaSpec> arenas)
-    : shape_(shape), layer_index_(shape.n_layers), windows_(shape.n_window_layers() > 0) {
+    : shape_(shape), windows_(shape.n_window_layers() > 0) {
   assert(!arenas.empty());
-  size_t in_part[2] = {0, 0};
-  for (size_t l = 0; l < shape.n_layers; ++l) layer_index_[l] = in_part[shape.window_layer(l)]++;
   for (const ArenaSpec& spec : arenas) {
     assert(find(spec.precision) == nullptr);
     const size_t bytes = global_part_bytes(shape, spec.precision);
     const size_t slot_bytes = window_part_bytes(shape, spec.precision);
-    Arena a{spec.precision, bytes, slot_bytes, static_cast<PageId>(pages_.size()), spec.n_pages};
+    std::vector<size_t> offsets(shape.n_layers);
+    size_t in_part[2] = {0, 0};  // bytes so far in the global and the window part
+    for (size_t l = 0; l < shape.n_layers; ++l) {
+      size_t& at = in_part[shape.window_layer(l)];
+      offsets[l] = at;
+      at += shape.layer_bytes(spec.precision, l);
+    }
+    Arena a{
+        spec.precision, bytes, slot_bytes, std::move(offsets), static_cast<PageId>(pages_.size()),
+        spec.n_pages};
     if (spec.offload_dir.empty()) {
       a.data = allocate_huge_page_backed(bytes * spec.n_pages);
       if (a.data == nullptr) throw std::bad_alloc();
@@ -250,7 +257,7 @@ void KvPool::enable_key_summaries() {
 const unsigned char* KvPool::layer_data(PageId id, size_t layer) const {
   const KvPage& p = pages_[id];
   const Arena& a = arenas_[p.arena];
-  const size_t offset = layer_index_[layer] * shape_.layer_bytes(p.precision);
+  const size_t offset = a.layer_offset[layer];
   if (shape_.window_layer(layer)) {
     assert(p.window_slot != kNoWindowSlot);  // released parts are never read
     return a.window_data.get() + size_t{p.window_slot} * a.slot_bytes + offset;
@@ -259,7 +266,7 @@ const unsigned char* KvPool::layer_data(PageId id, size_t layer) const {
 }
 
 KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {
-  const KvPrecision precision = pages_[id].precision;
+  const KvPrecision precision = shape_.layer_precision(pages_[id].precision, layer);
   // The pool owns the bytes; the const lookup is shared with key_block.
   auto* base = const_cast<unsigned char*>(layer_data(id, layer));
   const size_t k_block = shape_.block_bytes(precision, kernels::KvRole::kKeys);
@@ -269,7 +276,7 @@ KvHeadView KvPool::head(PageId id, size_t layer, size_t kv_head) {
 }
 
 const void* KvPool::key_block(PageId id, size_t layer, size_t kv_head) const {
-  const KvPrecision precision = pages_[id].precision;
+  const KvPrecision precision = shape_.layer_precision(pages_[id].precision, layer);
   return layer_data(id, layer) + kv_head * shape_.block_bytes(precision, kernels::KvRole::kKeys);
 }
 

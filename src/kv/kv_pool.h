@@ -109,7 +109,8 @@ class KvPool {
   // part (empty when the page has none).
   std::span<unsigned char> data(PageId id);
   std::span<unsigned char> window_data(PageId id);
-  // The keys of (layer, kv_head) in a page, read-only: [page_size][head_dim] in its precision.
+  // The keys of (layer, kv_head) in a page, read-only: [page_size][head_dim] in the layer's
+  // format (KvShape::layer_precision), as head() reports it.
   const void* key_block(PageId id, size_t layer, size_t kv_head) const;
 
  private:
@@ -117,6 +118,8 @@ class KvPool {
     KvPrecision precision;
     size_t page_bytes;  // a page's global part; its window part is slot_bytes
     size_t slot_bytes;
+    // Per layer, where it starts in its part (precise layers are larger: KvShape).
+    std::vector<size_t> layer_offset;
     PageId first;  // its pages are [first, first + n_pages)
     size_t n_pages;
     AlignedPtr<unsigned char> data = {};  // n_pages * page_bytes (platform/huge_pages.h), or
@@ -149,8 +152,6 @@ class KvPool {
   void unlink(Arena& a, PageId id);
 
   KvShape shape_;
-  // Per layer, its index among the layers of its part (global or window).
-  std::vector<size_t> layer_index_;
   bool windows_ = false;  // some layer is a window layer
   std::vector<Arena> arenas_;
   std::vector<KvPage> pages_;

@@ -198,5 +198,86 @@ TEST(KvTiersTest, ARewriteIntoAnAgedPageReencodesItFirst) {
   for (size_t d = 0; d < s.head_dim; ++d) EXPECT_NEAR(held[10 * s.head_dim + d], v[d], 2e-2f);
 }
 
+// A precise layer (KvShape::precise_layers) of an r4 page is stored in r8 and of an r3 page in
+// r4: the page is that much larger, the layer's keys err several times less than its
+// neighbours', and attention over the mixed pages still matches the values they hold.
+TEST(KvTiersTest, PreciseLayersKeepTheNextFormatUp) {
+  KvShape s = shape();
+  s.n_layers = 3;
+  s.precise_layers = {false, true, false};
+  const KvShape plain = {s.n_layers, s.n_kv_heads, s.head_dim, kPage};
+  EXPECT_EQ(page_bytes(s, KvPrecision::kR4), page_bytes(plain, KvPrecision::kR4) +
+                                                 s.layer_bytes(KvPrecision::kR8, 0) -
+                                                 s.layer_bytes(KvPrecision::kR4, 0));
+  EXPECT_EQ(s.layer_bytes(KvPrecision::kR3, 1), s.layer_bytes(KvPrecision::kR4, 0));
+  EXPECT_EQ(page_bytes(s, KvPrecision::kF16), page_bytes(plain, KvPrecision::kF16));
+
+  KvCache cache(s, std::vector<ArenaSpec>{
+                       {KvPrecision::kF16, 4}, {KvPrecision::kR4, 4}, {KvPrecision::kR3, 8}});
+  KvTiers tiers;
+  tiers.hot_tokens = 32;
+  tiers.warm = KvPrecision::kR4;
+  tiers.warm_tokens = 64;
+  tiers.cold = KvPrecision::kR3;
+  cache.set_tiers(tiers);
+  const size_t width = s.n_kv_heads * s.head_dim, n = 7 * kPage;
+  // Each layer gets its own keys and values, so that a layer reading another's bytes shows.
+  std::vector<std::vector<float>> k, v;
+  for (size_t layer = 0; layer < s.n_layers; ++layer) {
+    k.push_back(rows(n, width, 10 + static_cast<uint32_t>(layer), 3.0f));
+    v.push_back(rows(n, width, 20 + static_cast<uint32_t>(layer), 0.0f));
+  }
+  for (size_t start = 0; start < n; start += kPage) {
+    cache.age(1);
+    ASSERT_TRUE(cache.reserve(1, start + kPage).ok());
+    for (size_t pos = start; pos < start + kPage; ++pos) {
+      for (size_t layer = 0; layer < s.n_layers; ++layer) {
+        cache.write(1, pos, layer, &k[layer][pos * width], &v[layer][pos * width]);
+      }
+    }
+  }
+  cache.age(1);
+  const std::span<const PageId> pages = cache.page_table(1);
+  ASSERT_EQ(cache.pool().page(pages[0]).precision, KvPrecision::kR3);
+  ASSERT_EQ(cache.pool().page(pages[4]).precision, KvPrecision::kR4);
+  for (size_t p : {size_t{0}, size_t{4}}) {
+    const KvPrecision page = cache.pool().page(pages[p]).precision;
+    const KvPrecision up = page == KvPrecision::kR4 ? KvPrecision::kR8 : KvPrecision::kR4;
+    double err[3] = {0.0, 0.0, 0.0};
+    for (size_t layer = 0; layer < s.n_layers; ++layer) {
+      const KvHeadView view = cache.pool().head(pages[p], layer, 0);
+      EXPECT_EQ(view.precision, layer == 1 ? up : page) << "page " << p << " layer " << layer;
+      std::vector<float> got(kPage * s.head_dim);
+      kernels::kv_decode_block(view.precision, kernels::KvRole::kKeys, view.keys, kPage, kPage,
+                               s.head_dim, got.data());
+      for (size_t t = 0; t < kPage; ++t) {
+        kernels::unrotate_kv_head(&got[t * s.head_dim], s.head_dim);
+        for (size_t d = 0; d < s.head_dim; ++d) {
+          const double e = got[t * s.head_dim + d] - k[layer][(p * kPage + t) * width + d];
+          err[layer] += e * e;
+        }
+      }
+    }
+    EXPECT_LT(err[1] * 4.0, err[0]) << "page " << p;
+    EXPECT_LT(err[1] * 4.0, err[2]) << "page " << p;
+  }
+  const size_t n_heads = 4;
+  const std::vector<float> q = rows(1, n_heads * s.head_dim, 5, 0.0f);
+  ThreadPool pool(2);
+  for (size_t layer = 0; layer < s.n_layers; ++layer) {
+    std::vector<float> out(n_heads * s.head_dim);
+    const QueryPos query{1, static_cast<uint32_t>(n - 1)};
+    attend(cache, layer, std::span(&query, 1), n_heads, 0.125f, q.data(), out.data(), pool);
+    for (size_t h = 0; h < n_heads; ++h) {
+      const std::vector<double> want =
+          attention_over_held(cache, 1, layer, h / 2, n, &q[h * s.head_dim], 0.125f);
+      for (size_t d = 0; d < s.head_dim; ++d) {
+        ASSERT_NEAR(out[h * s.head_dim + d], want[d], 2e-4 * (1.0 + std::fabs(want[d])))
+            << "layer " << layer << " head " << h << " dim " << d;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata::kv
