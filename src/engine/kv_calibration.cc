@@ -86,9 +86,9 @@ std::vector<int32_t> calibration_tokens(size_t n_vocab, std::optional<int32_t> b
 }
 
 Result<std::vector<LayerKeySensitivity>> measure_key_sensitivity(model::Model& model,
-                                                                  std::span<const int32_t> tokens,
-                                                                  size_t page_size,
-                                                                  ThreadPool& pool) {
+                                                                 std::span<const int32_t> tokens,
+                                                                 size_t page_size,
+                                                                 ThreadPool& pool) {
   const kv::KvShape shape = model.kv_shape(page_size);
   const size_t pages = (tokens.size() + page_size - 1) / page_size;
   const std::vector<kv::ArenaSpec> arenas = {{kv::KvPrecision::kF32, pages}};
@@ -120,8 +120,7 @@ Result<std::vector<LayerKeySensitivity>> measure_key_sensitivity(model::Model& m
 std::vector<bool> choose_precise_layers(std::span<const LayerKeySensitivity> layers,
                                         std::optional<size_t> n) {
   const size_t n_layers = layers.size();
-  const size_t count =
-      std::min(n_layers, n.value_or(n_layers < 4 ? 0 : (n_layers + 7) / 8));
+  const size_t count = std::min(n_layers, n.value_or(n_layers < 4 ? 0 : (n_layers + 7) / 8));
   std::vector<size_t> order(n_layers);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {

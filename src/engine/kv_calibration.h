@@ -38,9 +38,9 @@ std::vector<int32_t> calibration_tokens(size_t n_vocab, std::optional<int32_t> b
 
 // S per layer over `tokens`, computed with an f32 cache of page_size positions per page.
 Result<std::vector<LayerKeySensitivity>> measure_key_sensitivity(model::Model& model,
-                                                                  std::span<const int32_t> tokens,
-                                                                  size_t page_size,
-                                                                  ThreadPool& pool);
+                                                                 std::span<const int32_t> tokens,
+                                                                 size_t page_size,
+                                                                 ThreadPool& pool);
 
 // The n layers of largest score noise; automatic n (nullopt): one eighth of the layers, rounded
 // up, and none below 4 layers (a page whose layers are mostly precise is no longer low-bit).

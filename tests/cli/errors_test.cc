@@ -229,6 +229,10 @@ TEST(CliErrorsTest, BadKvCacheFlagsAreOneError) {
   expect_one_error({"run", "-m", kStories, "-p", "Once", "--kv-type", "q2"}, {"--kv-type", "q2"});
   expect_one_error({"run", "-m", kStories, "-p", "Once", "--kv-tiers", "hot=abc"},
                    {"--kv-tiers", "abc"});
+  expect_one_error({"run", "-m", kStories, "-p", "Once", "--kv-precise-layers", "two"},
+                   {"--kv-precise-layers", "'two' is not a layer count"});
+  expect_one_error({"run", "-m", kStories, "-p", "Once", "--kv-precise-layers", "-1"},
+                   {"--kv-precise-layers", "'-1' is not a layer count"});
   expect_one_error({"run", "-m", kStories, "-p", "Once", "--kv-memory", "1.5x"},
                    {"--kv-memory", "'1.5x' is not a size"});
   expect_one_error({"run", "-m", kStories, "-p", "Once", "-c", "2048", "--kv-memory", "64K"},

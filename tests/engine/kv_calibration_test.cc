@@ -42,8 +42,8 @@ TEST(KvCalibrationTest, TheCalibrationSequenceIsFixedAndRepeatsItsRun) {
   EXPECT_EQ(a, b);
   ASSERT_EQ(a.size(), 1 + 2 * kCalibrationRun);
   EXPECT_EQ(a[0], 1);
-  EXPECT_TRUE(std::equal(a.begin() + 1, a.begin() + 1 + kCalibrationRun,
-                         a.begin() + 1 + kCalibrationRun));
+  EXPECT_TRUE(
+      std::equal(a.begin() + 1, a.begin() + 1 + kCalibrationRun, a.begin() + 1 + kCalibrationRun));
   EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](int32_t t) { return t >= 0 && t < 4096; }));
   const size_t distinct =
       std::count_if(a.begin() + 1, a.begin() + 1 + kCalibrationRun, [&](int32_t t) {
@@ -75,8 +75,8 @@ TEST(KvCalibrationTest, FindsTheTestbedTargetsSensitiveLayer) {
       EXPECT_GT((*layers)[1].score_noise(), 10.0 * (*layers)[l].score_noise()) << "layer " << l;
     }
   }
-  EXPECT_EQ(choose_precise_layers(*layers), (std::vector<bool>{false, true, false, false, false,
-                                                                false}));
+  EXPECT_EQ(choose_precise_layers(*layers),
+            (std::vector<bool>{false, true, false, false, false, false}));
 }
 
 }  // namespace
