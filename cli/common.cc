@@ -7,7 +7,6 @@
 #include <map>
 #include <optional>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -213,17 +212,14 @@ void add_model_flags(CLI::App& sub, EngineOptions& options) {
              options.kv.precise_layers.reset();
              return;
            }
-           size_t used = 0;
-           long n = -1;
-           try {
-             n = std::stol(text, &used);
-           } catch (const std::exception&) {
-           }
-           if (n < 0 || used != text.size()) {
+           size_t n = 0;
+           const char* end = text.data() + text.size();
+           const auto [ptr, ec] = std::from_chars(text.data(), end, n);
+           if (ec != std::errc() || ptr != end) {
              throw CLI::ValidationError("--kv-precise-layers",
                                         "'" + text + "' is not a layer count: write auto or N");
            }
-           options.kv.precise_layers = static_cast<size_t>(n);
+           options.kv.precise_layers = n;
          },
          "layers whose r4/r3 pages are kept one format up (r8/r4): the N whose attention "
          "low-bit keys disturb most, measured at load; auto (default) is an eighth of the "

@@ -292,15 +292,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                                .context = context,
                                .sequences = static_cast<size_t>(options.max_sequences),
                                .batch_tokens = static_cast<size_t>(options.batch_tokens)};
-  STRATA_ASSIGN_OR_RETURN(engine::KvPlan kv_plan, engine::plan_kv_cache(kv_input));
+  STRATA_ASSIGN_OR_RETURN(const engine::KvPlan kv_plan, engine::plan_kv_cache(kv_input));
+  // The plan counts pages; the precise layers only change a low-bit page's bytes.
   STRATA_ASSIGN_OR_RETURN(
       kv_shape.precise_layers,
       engine::calibrate_precise_layers(*impl->model, impl->tokenizer->bos(), kv_plan,
                                        options.kv.precise_layers, page, *impl->pool));
-  if (!kv_shape.precise_layers.empty()) {  // pages of the low-bit arenas are larger now
-    kv_input.shape = kv_shape;
-    STRATA_ASSIGN_OR_RETURN(kv_plan, engine::plan_kv_cache(kv_input));
-  }
+  kv_input.shape = kv_shape;
   const double kv_bytes = plan_bytes(kv_plan, kv_shape);
   STRATA_RETURN_IF_ERROR(check_kv_budget(kv_input, kv_bytes));
   STRATA_RETURN_IF_ERROR(check_kv_fits(kv_input, kv_bytes, impl->model->weights().bytes));

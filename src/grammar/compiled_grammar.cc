@@ -25,13 +25,13 @@ bool merge_into(ByteSet* to, const ByteSet& from) {
   return changed;
 }
 
-// The largest longest[b] over the bytes b of `set` (0 for none).
-template <class T>
-T longest_over(const ByteSet& set, const std::array<T, 256>& longest) {
-  T out = 0;
-  for (size_t w = 0; w < 4; ++w) {
+// The largest longest(b) over the bytes b of `set` (0 for none).
+template <class Longest>
+uint32_t longest_over(const ByteSet& set, Longest longest) {
+  uint32_t out = 0;
+  for (unsigned w = 0; w < 4; ++w) {
     for (uint64_t bits = set.bits[w]; bits != 0; bits &= bits - 1) {
-      out = std::max(out, longest[64 * w + static_cast<size_t>(std::countr_zero(bits))]);
+      out = std::max(out, longest(64 * w + static_cast<unsigned>(std::countr_zero(bits))));
     }
   }
   return out;
@@ -307,15 +307,11 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
   // vocabulary's longest (128 bytes of spaces in some), which costs a signature per depth of
   // every position it reaches. Equal keys still mean equal token sets: equal signatures start
   // with the same byte set, hence read the same depth.
-  std::array<int, 256> longest_from{};
-  for (unsigned b = 0; b < 256; ++b) {
-    for (const TokenPart& part : parts[b]) {
-      longest_from[b] = std::max(longest_from[b], part.depth + 1);
-    }
-  }
   std::vector<int> key_depth(g.n_byte_sets());  // per byte-set id
   for (uint32_t set = 0; set < key_depth.size(); ++set) {
-    key_depth[set] = std::max(1, longest_over(g.byte_set(set), longest_from));
+    key_depth[set] = std::max(1, static_cast<int>(longest_over(g.byte_set(set), [&](unsigned b) {
+                                return vocab.longest_from(b);
+                              })));
   }
   // Bounds the cache's memory on huge grammars (ids held); past it the cache starts over.
   constexpr size_t kMaxCachedEntries = size_t{1} << 24;
@@ -418,21 +414,13 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
   // leftover that starts with a byte of FIRST of the frame's rest (bytes past the rest's end
   // belong to the frames below). As with the position keys, equal signatures have equal FIRST
   // sets, hence were read to the same depth.
-  std::array<uint32_t, 256> longest_leftover_from{};
-  for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
-    const std::string_view piece = vocab.sorted_piece(k);
-    for (size_t i = 1; i < piece.size(); ++i) {
-      uint32_t& longest = longest_leftover_from[static_cast<uint8_t>(piece[i])];
-      longest = std::max(longest, static_cast<uint32_t>(piece.size() - i));
-    }
-  }
   return_signature_.assign(g.elements().size(), 0);
   for (uint32_t pos = 1; pos < g.elements().size(); ++pos) {
     if (g.element(pos - 1).kind != ElementKind::kRule) continue;
     if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1));
     bool rest_nullable = false;
-    const uint32_t depth =
-        longest_over(sets.sequence_first(g, pos, &rest_nullable), longest_leftover_from);
+    const uint32_t depth = longest_over(sets.sequence_first(g, pos, &rest_nullable),
+                                        [&](unsigned b) { return vocab.longest_tail_from(b); });
     return_signature_[pos] =
         signatures.position(pos, static_cast<int>(std::min(depth, leftover_depth_)));
   }

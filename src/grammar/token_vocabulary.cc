@@ -6,7 +6,8 @@
 
 namespace strata::grammar {
 
-TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces, std::vector<int32_t> eog_ids)
+TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces,
+                                 const std::vector<int32_t>& eog_ids)
     : pieces_(std::move(pieces)), is_eog_(pieces_.size(), false) {
   for (int32_t id : eog_ids) {
     if (id >= 0 && static_cast<size_t>(id) < pieces_.size() && !is_eog_[id]) {
@@ -32,12 +33,20 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces, std::vector<in
     }
   }
   first_byte_begin_[256] = static_cast<uint32_t>(k);
+  for (int32_t id : sorted_ids_) {
+    const std::string& piece = pieces_[id];
+    uint32_t& longest = longest_from_[static_cast<uint8_t>(piece[0])];
+    longest = std::max(longest, static_cast<uint32_t>(piece.size()));
+    for (size_t i = 1; i < piece.size(); ++i) {
+      uint32_t& tail = longest_tail_from_[static_cast<uint8_t>(piece[i])];
+      tail = std::max(tail, static_cast<uint32_t>(piece.size() - i));
+    }
+  }
 }
 
-std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_pieces(std::vector<std::string> pieces,
-                                                                    std::vector<int32_t> eog_ids) {
-  return std::shared_ptr<const TokenVocabulary>(
-      new TokenVocabulary(std::move(pieces), std::move(eog_ids)));
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_pieces(
+    std::vector<std::string> pieces, const std::vector<int32_t>& eog_ids) {
+  return std::shared_ptr<const TokenVocabulary>(new TokenVocabulary(std::move(pieces), eog_ids));
 }
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(
@@ -49,7 +58,7 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(
     if (tok.is_eog(t)) eog.push_back(t);
     pieces[id] = tok.token_to_piece(t, /*render_special=*/false);
   }
-  return from_pieces(std::move(pieces), std::move(eog));
+  return from_pieces(std::move(pieces), eog);
 }
 
 }  // namespace strata::grammar

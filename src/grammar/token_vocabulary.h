@@ -5,6 +5,7 @@
 // a trie: consecutive tokens share a prefix, and the walk resumes from the shared prefix.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -25,7 +26,7 @@ class TokenVocabulary {
   static std::shared_ptr<const TokenVocabulary> from_tokenizer(const tokenizer::Tokenizer& tok);
   // pieces[id] = the token's bytes ("" = never allowed); eog_ids end generation.
   static std::shared_ptr<const TokenVocabulary> from_pieces(std::vector<std::string> pieces,
-                                                            std::vector<int32_t> eog_ids);
+                                                            const std::vector<int32_t>& eog_ids);
 
   size_t size() const { return pieces_.size(); }
   const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
@@ -39,9 +40,14 @@ class TokenVocabulary {
   // Sorted indices [first_byte_begin(b), first_byte_begin(b + 1)) start with byte b.
   uint32_t first_byte_begin(unsigned b) const { return first_byte_begin_[b]; }
   size_t max_piece_length() const { return max_piece_length_; }
+  // The longest grammar-visible piece that starts with byte b, and the longest tail piece[i..]
+  // (i >= 1) of one that does (a leftover a token brings past a frame): what compiled grammars
+  // read as deep as, per byte (0 for none).
+  uint32_t longest_from(unsigned b) const { return longest_from_[b]; }
+  uint32_t longest_tail_from(unsigned b) const { return longest_tail_from_[b]; }
 
  private:
-  TokenVocabulary(std::vector<std::string> pieces, std::vector<int32_t> eog_ids);
+  TokenVocabulary(std::vector<std::string> pieces, const std::vector<int32_t>& eog_ids);
 
   std::vector<std::string> pieces_;
   std::vector<int32_t> eog_ids_;
@@ -49,6 +55,7 @@ class TokenVocabulary {
   std::vector<int32_t> sorted_ids_;
   std::vector<uint32_t> first_byte_begin_;  // 257 entries
   size_t max_piece_length_ = 0;
+  std::array<uint32_t, 256> longest_from_{}, longest_tail_from_{};
 };
 
 }  // namespace strata::grammar
