@@ -62,6 +62,16 @@ GroupPlan make_plan(DType type) {
         for (size_t j = 0; j < 8; ++j) p.add(offsetof(BlockQ4_K, qs) + 32 * i + 4 * j, 4);
       }
       break;
+    case DType::kQ5_K:
+      p.block_bytes = sizeof(BlockQ5_K);
+      p.add(offsetof(BlockQ5_K, d), 2);
+      p.add(offsetof(BlockQ5_K, dmin), 2);
+      for (size_t b = 0; b < 12; ++b) p.add(offsetof(BlockQ5_K, scales) + b, 1);
+      for (size_t j = 0; j < 8; ++j) p.add(offsetof(BlockQ5_K, qh) + 4 * j, 4);
+      for (size_t i = 0; i < 4; ++i) {
+        for (size_t j = 0; j < 8; ++j) p.add(offsetof(BlockQ5_K, qs) + 32 * i + 4 * j, 4);
+      }
+      break;
     case DType::kQ6_K:
       p.block_bytes = sizeof(BlockQ6_K);
       p.add(offsetof(BlockQ6_K, d), 2);
@@ -85,7 +95,7 @@ GroupPlan make_plan(DType type) {
 const GroupPlan& plan(DType type) {
   static const GroupPlan q8_0 = make_plan(DType::kQ8_0), q4_0 = make_plan(DType::kQ4_0),
                          q5_0 = make_plan(DType::kQ5_0), q4_k = make_plan(DType::kQ4_K),
-                         q6_k = make_plan(DType::kQ6_K), none;
+                         q5_k = make_plan(DType::kQ5_K), q6_k = make_plan(DType::kQ6_K), none;
   switch (type) {
     case DType::kQ8_0:
       return q8_0;
@@ -95,6 +105,8 @@ const GroupPlan& plan(DType type) {
       return q5_0;
     case DType::kQ4_K:
       return q4_k;
+    case DType::kQ5_K:
+      return q5_k;
     case DType::kQ6_K:
       return q6_k;
     default:

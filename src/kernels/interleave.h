@@ -16,6 +16,10 @@
 //                      Q4_0.
 //   Q4_K (2304 bytes): d[16], dmin[16], scales byte planes p < 12 (byte p of each row's 12),
 //                      then for chunk i < 4, j < 8: u32 qs[32i + 4j..] of each row.
+//   Q5_K (2816 bytes): d[16], dmin[16], scales byte planes p < 12, then for j < 8: u32
+//                      qh[4j..] of each row (bit s of byte l: the fifth bit of element 32s + l),
+//                      then the quants as Q4_K. Only the AVX2 target reads it (interleaved
+//                      where the AVX-512 targets keep their own tiled Q5_K kernel).
 //   Q6_K (3360 bytes): d[16], int8 scale planes s < 16 (scales[s] of each row), then for half
 //                      h < 2 and j < 8 three registers: u32 ql[64h + 4j..], u32
 //                      ql[64h + 32 + 4j..] and u32 qh[32h + 4j..] of each row (the 4 x 4

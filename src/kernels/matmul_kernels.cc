@@ -25,6 +25,7 @@
 #include "kernels/dot_q32-inl.h"
 #include "kernels/quantize_act-inl.h"
 #include "kernels/tile_interleaved-inl.h"
+#include "kernels/tile_interleaved_avx2-inl.h"  // after tile_interleaved-inl.h
 #include "kernels/tile_k-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -254,8 +255,10 @@ bool HasTiledKernel(DType type, size_t cols) {
 // True if this target has an interleaved-layout kernel for the type (interleave.h).
 bool HasInterleavedKernel(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  // Q5_K: only AVX2, which has no tiled K kernels; the AVX-512 targets keep their tiled one.
   return type == DType::kQ4_0 || type == DType::kQ5_0 || type == DType::kQ8_0 ||
-         type == DType::kQ4_K || type == DType::kQ6_K;
+         type == DType::kQ4_K || type == DType::kQ6_K ||
+         (HWY_TARGET == HWY_AVX2 && type == DType::kQ5_K);
 #else
   (void)type;
   return false;
@@ -324,6 +327,8 @@ void InterleavedK(const uint8_t* w, size_t w_stride, size_t row_begin, size_t ro
       [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
         if constexpr (kType == DType::kQ4_K) {
           GroupQ4K<kT>(g, blocks, a, out, y_stride);
+        } else if constexpr (kType == DType::kQ5_K) {
+          GroupQ4K<kT, /*kQ5=*/true>(g, blocks, a, out, y_stride);
         } else {
           GroupQ6K<kT>(g, blocks, a, out, y_stride);
         }
@@ -346,8 +351,14 @@ bool SelectInterleavedKernel(DType type, MatmulKernel& k) {
       k.rows = &InterleavedQ32<DType::kQ8_0>;
       return true;
     case DType::kQ4_K:
+    case DType::kQ5_K:
     case DType::kQ6_K:
-      k.rows = type == DType::kQ4_K ? &InterleavedK<DType::kQ4_K> : &InterleavedK<DType::kQ6_K>;
+#if HWY_TARGET == HWY_AVX2
+      if (type == DType::kQ5_K) k.rows = &InterleavedK<DType::kQ5_K>;
+#endif
+      if (type != DType::kQ5_K) {
+        k.rows = type == DType::kQ4_K ? &InterleavedK<DType::kQ4_K> : &InterleavedK<DType::kQ6_K>;
+      }
       k.pack = &PackK<false>;
       k.pack_unit_elements = kQK_K;
       k.pack_unit_bytes = sizeof(ActBlockQ8KTiled);

@@ -221,7 +221,8 @@ TEST_P(QuantizedMatmulTest, MatmulMatchesTwinForRaggedRowAndTokenCounts) {
 
 // The interleaved layout (interleave.h) holds the same blocks: every row reads back byte for byte.
 TEST(InterleaveTest, EveryRowReadsBackAndOnlyWholeGroupsInterleave) {
-  for (DType type : {DType::kQ4_0, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType type :
+       {DType::kQ4_0, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const size_t rows = 32, cols = 512, stride = row_bytes(type, cols);
     const std::vector<uint8_t> w = random_rows(type, rows, cols, 11);
     ASSERT_TRUE(can_interleave(type, rows, cols));
@@ -243,7 +244,7 @@ TEST(InterleaveTest, EveryRowReadsBackAndOnlyWholeGroupsInterleave) {
     EXPECT_FALSE(can_interleave(type, 17, cols));
     EXPECT_EQ(preferred_layout(type, 17, cols), WeightLayout::kRows);
   }
-  EXPECT_FALSE(can_interleave(DType::kQ5_K, 32, 512));
+  EXPECT_FALSE(can_interleave(DType::kQ3_K, 32, 512));
 }
 
 class InterleavedMatmulTest : public ::testing::TestWithParam<DType> {};
@@ -307,7 +308,7 @@ TEST_P(InterleavedMatmulTest, MatchesTwinForAnyTokenAndThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(Types, InterleavedMatmulTest,
                          ::testing::Values(DType::kQ4_0, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K,
-                                           DType::kQ6_K),
+                                           DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Products of one input (q/k/v, gate/up) in one call: each is exactly its own matmul, whatever the
