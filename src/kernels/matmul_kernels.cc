@@ -351,23 +351,27 @@ bool SelectInterleavedKernel(DType type, MatmulKernel& k) {
       k.rows = &InterleavedQ32<DType::kQ8_0>;
       return true;
     case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-#if HWY_TARGET == HWY_AVX2
-      if (type == DType::kQ5_K) k.rows = &InterleavedK<DType::kQ5_K>;
-#endif
-      if (type != DType::kQ5_K) {
-        k.rows = type == DType::kQ4_K ? &InterleavedK<DType::kQ4_K> : &InterleavedK<DType::kQ6_K>;
-      }
-      k.pack = &PackK<false>;
-      k.pack_unit_elements = kQK_K;
-      k.pack_unit_bytes = sizeof(ActBlockQ8KTiled);
-      return true;
-    default:
+      k.rows = &InterleavedK<DType::kQ4_K>;
       break;
-  }
+#if HWY_TARGET == HWY_AVX2  // the one target HasInterleavedKernel gives Q5_K
+    case DType::kQ5_K:
+      k.rows = &InterleavedK<DType::kQ5_K>;
+      break;
 #endif
+    case DType::kQ6_K:
+      k.rows = &InterleavedK<DType::kQ6_K>;
+      break;
+    default:
+      return false;
+  }
+  // The K kernels read PackK's rows in natural element order.
+  k.pack = &PackK<false>;
+  k.pack_unit_elements = kQK_K;
+  k.pack_unit_bytes = sizeof(ActBlockQ8KTiled);
+  return true;
+#else
   return false;
+#endif
 }
 
 // The register-tiled kernel for the type and row length, where this target has one. The tiled

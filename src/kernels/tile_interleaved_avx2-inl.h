@@ -106,7 +106,7 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
     const uint8_t* planes = gb + 4 * kInterleaveRows;
     const uint8_t* qh = planes + 12 * kInterleaveRows;  // Q5_K only
     const uint8_t* qs = qh + (kQ5 ? 32 * kInterleaveRows : 0);
-    for (size_t line = 0; line < (kQ5 ? 768 : 256); line += 64) PrefetchAhead(gb + line);
+    for (const uint8_t* line = gb; line < qs; line += 64) PrefetchAhead(line);  // scales, qh
     for (size_t r = 0; r < 2; ++r) {
       __m256i total[kT];
       for (size_t t = 0; t < kT; ++t) total[t] = _mm256_setzero_si256();
