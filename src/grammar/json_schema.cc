@@ -63,7 +63,9 @@ const std::set<std::string> kValidationKeywords = {"type",
                                                    "$recursiveRef",
                                                    "$strata:notEnum",
                                                    "$strata:notInteger",
-                                                   "$strata:notPattern"};
+                                                   "$strata:notPattern",
+                                                   "$strata:someKeyOutside",
+                                                   "$strata:oneExtra"};
 
 }  // namespace
 

@@ -27,6 +27,7 @@ std::string repeat_suffix(long min, long max) {
 }  // namespace
 
 Result<std::string> Converter::object_grammar(const Json& schema, const std::string& path) {
+  if (schema.contains("$strata:someKeyOutside")) return object_with_key_outside(schema, path);
   for (const char* keyword :
        {"dependencies", "dependentRequired", "dependentSchemas", "unevaluatedProperties"}) {
     if (schema.contains(keyword) && !(schema[keyword].is_object() && schema[keyword].empty())) {
@@ -126,6 +127,24 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
     STRATA_ASSIGN_OR_RETURN(
         extras, pattern_members(patterns, additional, declared_names, key_filter, path));
   }
+  // `$strata:oneExtra` {names, schema} (object_with_key_outside): one more member, whose key is
+  // neither declared nor in `names` and whose value satisfies `schema` and additionalProperties.
+  std::string one_extra;
+  if (schema.contains("$strata:oneExtra") && !extras.empty()) {
+    const Json& spec = schema["$strata:oneExtra"];
+    if (!patterns.empty() || key_filter) {
+      return make_error(ErrorCode::kUnsupported,
+                        "'not' of 'additionalProperties' next to "
+                        "patternProperties at " +
+                            path + " cannot be enforced by a grammar");
+    }
+    std::vector<std::string> taken = declared_names;
+    for (const Json& name : spec["names"]) taken.push_back(name.get<std::string>());
+    STRATA_ASSIGN_OR_RETURN(std::string key, key_not_in(taken, path));
+    STRATA_ASSIGN_OR_RETURN(std::string value,
+                            visit(spec["schema"], path + "/additionalProperties"));
+    one_extra = key + " " + base("ws") + " \":\" ws " + value;
+  }
   // minProperties / maxProperties beyond what the shape implies: count the members.
   const size_t n_required =
       std::count_if(members.begin(), members.end(), [](const Member& m) { return m.required; });
@@ -140,6 +159,11 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
   if ((min_properties > static_cast<long>(n_required) && !need_one) ||
       (max_properties >= 0 &&
        (!extras.empty() || max_properties < static_cast<long>(members.size())))) {
+    if (!one_extra.empty()) {
+      return make_error(ErrorCode::kUnsupported,
+                        "'not' of 'additionalProperties' with minProperties/maxProperties at " +
+                            path + " cannot be enforced by a grammar");
+    }
     std::vector<std::string> kvs;
     std::vector<bool> required_flags;
     for (const Member& m : members) {
@@ -166,7 +190,14 @@ Result<std::string> Converter::object_grammar(const Json& schema, const std::str
   // `first` empty: the object may end here; `impossible`: it may not (need_one, no extras).
   std::string first;
   bool impossible = false;
-  if (!extra.empty()) {
+  if (!one_extra.empty()) {
+    // The extras must write `one_extra` once: `need` is the tail before it, `after` after it.
+    const std::string need = new_rule(path + "/need");
+    set_rule(need, "\",\" " + ws + " (" + extra + " " + ws + " " + need + " | " + one_extra + " " +
+                       ws + " " + after + ")");
+    first = "(" + extra + " " + ws + " " + need + " | " + one_extra + " " + ws + " " + after + ")";
+    after = need;
+  } else if (!extra.empty()) {
     first = need_one ? extra + " " + ws + " " + after : "(" + extra + " " + ws + " " + after + ")?";
   } else {
     impossible = need_one;

@@ -115,6 +115,12 @@ class Converter {
   // A schema valid exactly where `schema` is invalid; kUnsupported when a keyword has no
   // negation the grammar can express.
   Result<Json> negate(const Json& schema, const std::string& path, int depth);
+  // An object schema with `$strata:someKeyOutside` {names, patterns, schema} (a negated
+  // additionalProperties): it must also hold a member whose key is none of `names`, matches
+  // none of `patterns`, and whose value satisfies `schema`. Written as the anyOf of the ways:
+  // one of its declared or required properties, or (`$strata:oneExtra`, object_grammar) one
+  // more additional member.
+  Result<std::string> object_with_key_outside(const Json& schema, const std::string& path);
   // oneOf: branch i of `branches` and no other branch it may share a value with.
   // `branch` (the i-th, merged with the schema's other keywords) minus the `raw` branches
   // listed in `overlapping`.

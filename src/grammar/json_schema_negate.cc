@@ -6,18 +6,22 @@
 //   dependentRequired A: R  -> anyOf [not an object, object without A, object with A and R]
 //   dependentSchemas A: S   -> anyOf [not an object, object without A, allOf [object with A, S]]
 //   oneOf branch i          -> allOf [branch i, negate(branch j) for every j it may overlap]
+//   not additionalProperties: A, beside properties P -> an object with a member outside P
+//                             whose value fails A (`$strata:someKeyOutside`)
 //
 // negate() is exact for a schema built from keywords whose complement is again a schema: a
 // conjunction of keywords fails when one keyword fails, so the negation is the anyOf of the
 // keywords' negations. A keyword constrains only values of its own type (`pattern` passes any
 // non-string), so its negation names that type: not {pattern: P} is a string that P does not
 // match. Internal keywords carry what JSON Schema cannot write directly: `$strata:notEnum`
-// (none of these values), `$strata:notPattern` (a string none of these patterns match) and
-// `$strata:notInteger` (a number with a non-zero fraction).
+// (none of these values), `$strata:notPattern` (a string none of these patterns match: a
+// known `format` is one) and `$strata:notInteger` (a number with a non-zero fraction).
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "grammar/json_schema_converter.h"
+#include "grammar/json_schema_internal.h"
 
 namespace strata::grammar::json_schema_detail {
 namespace {
@@ -113,21 +117,55 @@ Result<Json> Converter::negate(const Json& schema_in, const std::string& path, i
                                     {"required", Json::array({name})},
                                     {"properties", {{name, negated}}}});
       }
+    } else if (key == "additionalProperties") {
+      // A member that neither properties nor patternProperties names fails the schema.
+      STRATA_ASSIGN_OR_RETURN(Json negated,
+                              negate(value, path + "/additionalProperties", depth + 1));
+      if (negated.is_boolean() && !negated.get<bool>()) continue;
+      Json names = Json::array(), patterns = Json::array();
+      if (schema.contains("properties") && schema["properties"].is_object()) {
+        for (const auto& [name, unused] : schema["properties"].items()) names.push_back(name);
+      }
+      if (schema.contains("patternProperties") && schema["patternProperties"].is_object()) {
+        for (const auto& [pattern, unused] : schema["patternProperties"].items()) {
+          patterns.push_back(pattern);
+        }
+      }
+      alternatives.push_back(
+          Json{{"type", "object"},
+               {"$strata:someKeyOutside",
+                Json::array({{{"names", names}, {"patterns", patterns}, {"schema", negated}}})}});
     } else if (key == "pattern" && value.is_string()) {
       alternatives.push_back(typed("string", Json{{"$strata:notPattern", Json::array({value})}}));
+    } else if (key == "format" && value.is_string()) {
+      // A known format is a pattern (json_schema_formats.cc); one the grammar does not know
+      // constrains nothing, so its negation adds no alternative.
+      bool unenforced = false;
+      std::optional<std::string> regex = format_regex(value.get<std::string>(), &unenforced);
+      if (unenforced) return unsupported(key);
+      if (!regex) continue;
+      alternatives.push_back(typed("string", Json{{"$strata:notPattern", Json::array({*regex})}}));
     } else if (key == "$strata:notPattern" && value.is_array()) {
       for (const Json& pattern : value) {
         alternatives.push_back(typed("string", Json{{"pattern", pattern}}));
       }
-    } else if ((key == "minLength" || key == "minItems") && value.is_number()) {
+    } else if ((key == "minLength" || key == "minItems" || key == "minProperties") &&
+               value.is_number()) {
       const double n = std::ceil(value.get<double>());
       if (n <= 0) continue;
-      alternatives.push_back(typed(key == "minLength" ? "string" : "array",
-                                   Json{{key == "minLength" ? "maxLength" : "maxItems", n - 1}}));
-    } else if ((key == "maxLength" || key == "maxItems") && value.is_number()) {
+      const std::string kind = key.substr(3);  // Length, Items, Properties
+      alternatives.push_back(typed(kind == "Length"  ? "string"
+                                   : kind == "Items" ? "array"
+                                                     : "object",
+                                   Json{{"max" + kind, n - 1}}));
+    } else if ((key == "maxLength" || key == "maxItems" || key == "maxProperties") &&
+               value.is_number()) {
       const double n = std::floor(value.get<double>());
-      alternatives.push_back(typed(key == "maxLength" ? "string" : "array",
-                                   Json{{key == "maxLength" ? "minLength" : "minItems", n + 1}}));
+      const std::string kind = key.substr(3);
+      alternatives.push_back(typed(kind == "Length"  ? "string"
+                                   : kind == "Items" ? "array"
+                                                     : "object",
+                                   Json{{"min" + kind, n + 1}}));
     } else if ((key == "minimum" || key == "maximum") && value.is_number()) {
       const bool lower = key == "minimum";
       const bool exclusive = exclusive_flag(lower ? "exclusiveMinimum" : "exclusiveMaximum");
@@ -270,6 +308,84 @@ Result<std::string> Converter::exclusive_branch(const Json& branch, const std::v
     all.push_back(std::move(negated).value());
   }
   return visit(Json{{"allOf", all}}, path + "/oneOf/" + std::to_string(i));
+}
+
+Result<std::string> Converter::object_with_key_outside(const Json& schema,
+                                                       const std::string& path) {
+  // One requirement at a time: the others stay in `rest` for the ways below to meet.
+  const Json& specs = schema["$strata:someKeyOutside"];
+  if (!specs.is_array() || specs.empty() || !specs[0].is_object() || !specs[0].contains("schema")) {
+    return make_error(ErrorCode::kInternal, "malformed $strata:someKeyOutside at " + path);
+  }
+  const Json& spec = specs[0];
+  Json rest = schema;
+  rest["$strata:someKeyOutside"].erase(0);
+  if (rest["$strata:someKeyOutside"].empty()) rest.erase("$strata:someKeyOutside");
+  const Json& value_schema = spec["schema"];
+  std::set<std::string> names;
+  for (const Json& name : spec.value("names", Json::array())) names.insert(name.get<std::string>());
+  const Json patterns = spec.value("patterns", Json::array());
+  // Whether a member named `name` counts: outside the negated schema's names and patterns.
+  const auto outside = [&](const std::string& name) -> Result<bool> {
+    if (names.count(name)) return false;
+    for (const Json& pattern : patterns) {
+      std::optional<bool> match = regex_search(pattern.get<std::string>(), name);
+      if (!match) {
+        return make_error(ErrorCode::kUnsupported, "patternProperties '" +
+                                                       pattern.get<std::string>() + "' at " + path +
+                                                       " cannot be enforced by a grammar");
+      }
+      if (*match) return false;
+    }
+    return true;
+  };
+  const Json empty = Json::object();
+  const Json& properties =
+      rest.contains("properties") && rest["properties"].is_object() ? rest["properties"] : empty;
+  const Json additional = rest.value("additionalProperties", Json(true));
+  const bool open = !(additional.is_boolean() && !additional.get<bool>());
+  const bool has_patterns = rest.contains("patternProperties") || rest.contains("propertyNames");
+  Json ways = Json::array();
+  // A declared property, now required and failing the negated schema too.
+  for (const auto& [name, sub] : properties.items()) {
+    STRATA_ASSIGN_OR_RETURN(bool counts, outside(name));
+    if (!counts) continue;
+    Json way = rest;
+    if (!way.contains("required") || !way["required"].is_array()) way["required"] = Json::array();
+    if (std::find(way["required"].begin(), way["required"].end(), name) == way["required"].end()) {
+      way["required"].push_back(name);
+    }
+    way["properties"][name] = Json{{"allOf", {sub, value_schema}}};
+    ways.push_back(std::move(way));
+  }
+  if (open) {
+    if (has_patterns || !patterns.empty() || rest.contains("$strata:oneExtra")) {
+      STRATA_RETURN_IF_ERROR(unenforceable(
+          "'not' of 'additionalProperties' next to patternProperties (or of two)", path));
+    } else {
+      // A required name no property declares is an additional member.
+      if (rest.contains("required") && rest["required"].is_array()) {
+        for (const Json& name : rest["required"]) {
+          if (!name.is_string() || properties.contains(name.get<std::string>())) continue;
+          STRATA_ASSIGN_OR_RETURN(bool counts, outside(name.get<std::string>()));
+          if (!counts) continue;
+          Json way = rest;
+          way["properties"][name.get<std::string>()] = Json{{"allOf", {additional, value_schema}}};
+          ways.push_back(std::move(way));
+        }
+      }
+      Json way = rest;
+      way["$strata:oneExtra"] =
+          Json{{"names", Json(std::vector<std::string>(names.begin(), names.end()))},
+               {"schema", Json{{"allOf", {additional, value_schema}}}}};
+      ways.push_back(std::move(way));
+    }
+  }
+  if (ways.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "no object at " + path + " has a member outside the names it excludes");
+  }
+  return visit(ways.size() == 1 ? ways[0] : Json{{"anyOf", ways}}, path);
 }
 
 }  // namespace strata::grammar::json_schema_detail

@@ -277,8 +277,9 @@ Result<Json> Converter::merge(const Json& a_in, const Json& b_in, const std::str
       } else {
         STRATA_RETURN_IF_ERROR(unenforceable("allOf of two tuple 'items'", path));
       }
-    } else if ((key == "$strata:notEnum" || key == "$strata:notPattern") && current.is_array() &&
-               value.is_array()) {
+    } else if ((key == "$strata:notEnum" || key == "$strata:notPattern" ||
+                key == "$strata:someKeyOutside") &&
+               current.is_array() && value.is_array()) {
       for (const Json& item : value) current.push_back(item);
     } else if (key == "const") {
       return make_error(ErrorCode::kInvalidArgument,

@@ -247,6 +247,7 @@ class Nfa {
 }  // namespace
 
 Result<CharDfa> CharDfa::from_pattern(std::string_view pattern) {
+  if (auto dfa = regex_detail::lookahead_dfa(pattern)) return std::move(*dfa);
   STRATA_RETURN_IF_ERROR(regex_detail::check_group_nesting(pattern));
   PatternParser parser(pattern);
   STRATA_ASSIGN_OR_RETURN(size_t root, parser.parse());

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -64,5 +65,11 @@ class CharDfa {
 // Upper bound on automaton states (after each operation) before the converter gives up with
 // kUnsupported.
 inline constexpr size_t kMaxDfaStates = 4000;
+
+namespace regex_detail {
+// The lookaheads whose language CharDfa builds (regex_to_gbnf_lookahead.cc: leading ones after
+// `^`, and the tempered character `^((?!X).)*$`); nullopt when `pattern` has neither shape.
+std::optional<Result<CharDfa>> lookahead_dfa(std::string_view pattern);
+}  // namespace regex_detail
 
 }  // namespace strata::grammar

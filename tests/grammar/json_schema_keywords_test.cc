@@ -118,6 +118,26 @@ TEST(JsonSchemaKeywords, Not) {
             R"({"type":"array","not":{"items":{"type":"integer"}}})",
             {R"([1,"a"])", R"([null])"},
             {"[]", "[1,2]"}},
+           {"not format",
+            R"({"not":{"format":"date"}})",
+            {R"("2024-13-01")", R"("x")"},
+            {R"("2024-01-31")", R"("2024-02-29")", "7", "null"}},
+           {"not minProperties",
+            R"({"type":"object","not":{"minProperties":2}})",
+            {"{}", R"({"a":1})"},
+            {R"({"a":1,"b":2})"}},
+           {"not additionalProperties false: a key outside the names",
+            R"({"type":"object","properties":{"a":{"type":"integer"}},
+                "not":{"properties":{"a":{}},"additionalProperties":false}})",
+            {R"({"b":1})", R"({"a":1,"c":2})", R"({"c":2,"d":3})"},
+            {"{}", R"({"a":1})"}},
+           // Some member other than a holds a non-string: b (declared) or an additional one.
+           {"not additionalProperties with a schema",
+            R"({"type":"object","properties":{"a":{"type":"integer"},"b":{}},
+                "not":{"properties":{"a":{}},"additionalProperties":{"type":"string"}}})",
+            {R"({"b":1})", R"({"a":1,"c":null})", R"({"c":[1],"d":"s"})", R"({"c":"s","d":[1]})",
+             R"({"b":"s","c":"s","d":{}})"},
+            {"{}", R"({"a":1})", R"({"b":"s"})", R"({"a":1,"c":"x"})", R"({"c":"x","d":"y"})"}},
            // {"minimum": 3} holds for every non-number, so only numbers below 3 remain.
            {"not anyOf",
             R"({"not":{"anyOf":[{"type":"string"},{"minimum":3}]}})",
@@ -226,6 +246,15 @@ TEST(JsonSchemaKeywords, OverlappingOneOfBranchesExcludeEachOther) {
                       {"properties":{"shape":{"const":"square"}},"required":["side"]}]})",
          {R"({"shape":"circle","r":1})", R"({"shape":"square","side":2,"r":1})"},
          {R"({"shape":"circle","side":1})", R"({"shape":"square"})"}});
+  // Closed objects that share their optional discriminator: {} matches both.
+  check({"closed branches",
+         R"({"oneOf":[{"type":"object","properties":{"k":{"const":"first"},
+             "first":{"type":"boolean"}},"additionalProperties":false},
+             {"type":"object","properties":{"k":{"const":"second"},"second":{"type":"boolean"}},
+             "additionalProperties":false}]})",
+         {R"({"k":"first"})", R"({"first":true})", R"({"k":"second","second":false})",
+          R"({"second":true})"},
+         {"{}", R"({"k":"first","second":true})", R"({"first":true,"second":true})"}});
 }
 
 TEST(JsonSchemaKeywords, PatternPropertiesNextToAdditionalAndDeclared) {
@@ -326,7 +355,7 @@ TEST(JsonSchemaKeywords, UnenforceableFormsStillNameTheKeyword) {
        {R"({"not":{"multipleOf":2}})", R"({"type":"array","uniqueItems":true})",
         R"({"type":"array","items":{"type":"string"},"uniqueItems":true})",
         R"({"oneOf":[{"type":"integer"},{"multipleOf":3}]})",
-        R"({"type":"object","if":{"additionalProperties":false},"then":{}})",
+        R"({"type":"object","patternProperties":{"^x":{}},"not":{"additionalProperties":false}})",
         // 2^13 states: refused rather than truncated.
         R"({"type":"string","pattern":"^(a|b)*a(a|b){12}$","maxLength":100})"}) {
     auto gbnf = json_schema_to_gbnf(schema);
@@ -374,6 +403,40 @@ TEST(CharDfa, PatternsComplementsAndLengthsAgreeWithStdRegex) {
   EXPECT_FALSE(names.accepts("i"));
   EXPECT_TRUE(names.complement().accepts("i"));
   EXPECT_FALSE(names.complement().accepts("name"));
+}
+
+// Lookaheads in the two shapes the automaton builds (leading ones, the tempered character),
+// against std::regex on every string of up to 5 characters over the patterns' letters.
+TEST(CharDfa, LookaheadsAgreeWithStdRegex) {
+  const std::vector<std::string> patterns = {
+      "^(?!ab)[a-c]+$",       "^(?=[^c]+$)(?!\\s+$)(.|\\n)+$", "^(?!^ca|b\\.).*",
+      "^(?!(ab|ba)$)[a-c]*$", "^((?!(a|A)(b|B)).)*$",          "^(?:(?!cc)[abc])+$",
+      "^(?=a)(?=.*c$)[a-c]*"};
+  const std::string letters = "abcA. ";
+  std::vector<std::string> texts = {""};
+  for (size_t begin = 0, length = 1; length <= 5; ++length) {
+    const size_t end = texts.size();
+    for (size_t i = begin; i < end; ++i) {
+      for (char c : letters) texts.push_back(texts[i] + c);
+    }
+    begin = end;
+  }
+  for (const std::string& pattern : patterns) {
+    auto dfa = CharDfa::from_pattern(pattern);
+    ASSERT_TRUE(dfa.ok()) << pattern << ": " << dfa.error().message;
+    const std::regex reference(pattern, std::regex::ECMAScript);
+    for (const std::string& text : texts) {
+      ASSERT_EQ(dfa->accepts(text), std::regex_search(text, reference))
+          << pattern << " on '" << text << "'";
+    }
+  }
+  // Other lookarounds stay refused, as does a tempered character whose avoided text may be
+  // empty.
+  for (const char* pattern : {"a(?=b)", "^(?!a)b|c", "(?<=a)b", "^((?!a*).)*$"}) {
+    auto dfa = CharDfa::from_pattern(pattern);
+    ASSERT_FALSE(dfa.ok()) << pattern;
+    EXPECT_EQ(dfa.error().code, ErrorCode::kUnsupported) << pattern;
+  }
 }
 
 // The format policy: asserted by default; as annotations, every `format` constrains nothing,
