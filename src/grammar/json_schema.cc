@@ -64,6 +64,7 @@ const std::set<std::string> kValidationKeywords = {"type",
                                                    "$strata:notEnum",
                                                    "$strata:notInteger",
                                                    "$strata:notPattern",
+                                                   "$strata:patterns",
                                                    "$strata:someKeyOutside",
                                                    "$strata:oneExtra"};
 

@@ -48,7 +48,7 @@ std::string integers_above_int64(const std::string& max);
 
 // `multipleOf: step` within the bounds, where a grammar can say it exactly and compactly: an
 // integer step with both bounds (the multiples listed, at most kMaxListedMultiples of them), or a
-// step of 10^-d (0.1, 0.01, ...) with no bound or an inclusive minimum of 0 (at most d fraction
+// step of 10^-d (0.1, 0.01, ...) with inclusive integer bounds or none (at most d fraction
 // digits before trailing zeros). nullopt otherwise.
 inline constexpr int64_t kMaxListedMultiples = 512;
 std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lower,

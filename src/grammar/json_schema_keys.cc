@@ -173,6 +173,10 @@ Result<std::optional<CharDfa>> Converter::property_names(const Json& names_in,
       if (!string) return std::optional<CharDfa>(CharDfa::literals({}));  // no key at all
     } else if (key == "pattern" && value.is_string()) {
       patterns.push_back(value.get<std::string>());
+    } else if (key == "$strata:patterns" && value.is_array()) {
+      for (const Json& p : value) {
+        if (p.is_string()) patterns.push_back(p.get<std::string>());
+      }
     } else if (key == "minLength" && value.is_number()) {
       min_length = static_cast<long>(std::ceil(value.get<double>()));
     } else if (key == "maxLength" && value.is_number()) {

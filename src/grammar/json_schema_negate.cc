@@ -145,6 +145,11 @@ Result<Json> Converter::negate(const Json& schema_in, const std::string& path, i
       if (unenforced) return unsupported(key);
       if (!regex) continue;
       alternatives.push_back(typed("string", Json{{"$strata:notPattern", Json::array({*regex})}}));
+    } else if (key == "$strata:patterns" && value.is_array()) {
+      for (const Json& pattern : value) {
+        alternatives.push_back(
+            typed("string", Json{{"$strata:notPattern", Json::array({pattern})}}));
+      }
     } else if (key == "$strata:notPattern" && value.is_array()) {
       for (const Json& pattern : value) {
         alternatives.push_back(typed("string", Json{{"pattern", pattern}}));

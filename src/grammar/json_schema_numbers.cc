@@ -199,9 +199,41 @@ std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lo
   // step = 10^-d: the multiples are the numbers whose fraction digits past the d-th are all 0.
   const int d = static_cast<int>(std::lround(-std::log10(step)));
   if (d < 1 || d > 15 || std::fabs(step - std::pow(10.0, -d)) > 1e-9 * step) return std::nullopt;
-  if (upper || (lower && !(lower->value == 0 && !lower->exclusive))) return std::nullopt;
-  return std::string(lower ? "" : "\"-\"? ") + "(\"0\" | [1-9] [0-9]{0,19}) (\".\" [0-9]{1," +
-         std::to_string(d) + "} \"0\"{0," + std::to_string(kMaxFractionDigits - d) + "})?";
+  const std::string fraction = "(\".\" [0-9]{1," + std::to_string(d) + "} \"0\"{0," +
+                               std::to_string(kMaxFractionDigits - d) + "})?";
+  if (!upper && (!lower || (lower->value == 0 && !lower->exclusive))) {
+    return std::string(lower ? "" : "\"-\"? ") + "(\"0\" | [1-9] [0-9]{0,19}) " + fraction;
+  }
+  // Inclusive integer bounds: a magnitude's whole part against them, with any fraction below
+  // the top whole part and only zeros at it (x <= 10 admits 9.99 and 10.00, not 10.01).
+  const auto integral = [](const std::optional<Bound>& b) {
+    return !b || (!b->exclusive && std::floor(b->value) == b->value && std::fabs(b->value) < 1e15);
+  };
+  if (!integral(lower) || !integral(upper)) return std::nullopt;
+  std::optional<int64_t> lo, hi;
+  if (lower) lo = static_cast<int64_t>(lower->value);
+  if (upper) hi = static_cast<int64_t>(upper->value);
+  if (lo && hi && *lo > *hi) return std::nullopt;
+  // Magnitudes of at least `from`, and at most `top` when `bounded`.
+  const auto magnitudes = [&](int64_t from, bool bounded, int64_t top) {
+    if (!bounded) return "(" + integer_range_gbnf(from, std::nullopt) + ") " + fraction;
+    std::vector<std::string> alternatives;
+    if (from <= top - 1) {
+      alternatives.push_back("(" + integer_range_gbnf(from, top - 1) + ") " + fraction);
+    }
+    alternatives.push_back(gbnf_literal(std::to_string(top)) + " " + kZeroFraction);
+    return join_alternatives(alternatives);
+  };
+  std::vector<std::string> signs;
+  if (!hi || *hi >= 0) {
+    signs.push_back(magnitudes(lo ? std::max<int64_t>(*lo, 0) : 0, hi.has_value(), hi.value_or(0)));
+  }
+  if (!lo || *lo < 0) {
+    // -m with m <= -lo, and m >= -hi when hi is negative.
+    signs.push_back("\"-\" " +
+                    magnitudes(hi && *hi < 0 ? -*hi : 0, lo.has_value(), -lo.value_or(0)));
+  }
+  return join_alternatives(signs);
 }
 
 }  // namespace strata::grammar::json_schema_detail

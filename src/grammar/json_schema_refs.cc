@@ -277,8 +277,13 @@ Result<Json> Converter::merge(const Json& a_in, const Json& b_in, const std::str
       } else {
         STRATA_RETURN_IF_ERROR(unenforceable("allOf of two tuple 'items'", path));
       }
+    } else if (key == "pattern" && current.is_string() && value.is_string()) {
+      // Both hold: the string automaton intersects every pattern (`$strata:patterns`).
+      if (!out.contains("$strata:patterns")) out["$strata:patterns"] = Json::array();
+      Json& more = out["$strata:patterns"];
+      if (std::find(more.begin(), more.end(), value) == more.end()) more.push_back(value);
     } else if ((key == "$strata:notEnum" || key == "$strata:notPattern" ||
-                key == "$strata:someKeyOutside") &&
+                key == "$strata:patterns" || key == "$strata:someKeyOutside") &&
                current.is_array() && value.is_array()) {
       for (const Json& item : value) current.push_back(item);
     } else if (key == "const") {

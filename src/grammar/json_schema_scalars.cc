@@ -33,6 +33,12 @@ StringConstraints string_constraints(const Json& schema) {
   if (schema.contains("pattern") && schema["pattern"].is_string()) {
     c.patterns.push_back(schema["pattern"].get<std::string>());
   }
+  // More patterns an allOf asked for (merge keeps the first as `pattern`).
+  if (schema.contains("$strata:patterns") && schema["$strata:patterns"].is_array()) {
+    for (const Json& p : schema["$strata:patterns"]) {
+      if (p.is_string()) c.patterns.push_back(p.get<std::string>());
+    }
+  }
   if (schema.contains("$strata:notPattern") && schema["$strata:notPattern"].is_array()) {
     for (const Json& p : schema["$strata:notPattern"]) {
       if (p.is_string()) c.not_patterns.push_back(p.get<std::string>());

@@ -311,6 +311,16 @@ TEST(JsonSchemaKeywords, StringsThroughAutomata) {
          R"({"type":"string","format":"uri","pattern":"^https://"})",
          {R"("https://example.org/a")"},
          {R"("http://example.org")", R"("https://exa mple")"}});
+  check({"two patterns of one allOf, and its negation",
+         R"({"allOf":[{"type":"string","pattern":"^a"},{"pattern":"b$"},{"pattern":"^.{3}$"}]})",
+         {R"("axb")", R"("abb")"},
+         {R"("ab")", R"("bab")", R"("axc")", R"("axxb")"}});
+  // The $ref and its sibling merge into one schema of two patterns before the negation.
+  check({"not of two merged patterns",
+         R"({"$defs":{"a":{"pattern":"^a"}},"type":"string","not":{"$ref":"#/$defs/a",
+             "pattern":"b$"}})",
+         {R"("ba")", R"("a")", R"("b")", R"("")"},
+         {R"("ab")", R"("axxb")"}});
   check({"anchor inside a group",
          R"({"type":"string","pattern":"^$|^(a+b)$"})",
          {R"("")", R"("aab")"},
@@ -476,6 +486,18 @@ TEST(JsonSchemaMultipleOf, DecimalStepsListedMultiplesAndRefusals) {
          R"({"type": "number", "multipleOf": 0.1, "minimum": 0})",
          {"0", "2.5", "100.0"},
          {"-1", "0.25", "-0.5"}});
+  check({"cents between integer bounds",
+         R"({"type": "number", "multipleOf": 0.01, "minimum": -5, "maximum": 10})",
+         {"10", "10.00", "9.99", "-5", "-5.0", "-4.5", "0", "-0.01", "3.1", "-0"},
+         {"10.01", "-5.01", "3.141", "11", "-6", "10.1", "-5.001"}});
+  check({"tenths from 2 up",
+         R"({"type": "number", "multipleOf": 0.1, "minimum": 2})",
+         {"2", "2.5", "100.1", "2.0"},
+         {"1.9", "2.05", "-3", "0"}});
+  check({"tenths below -1",
+         R"({"type": "number", "multipleOf": 0.1, "maximum": -1})",
+         {"-1", "-1.0", "-1.1", "-250.3"},
+         {"-0.9", "0", "-1.05", "1"}});
   check({"multiples of 16",
          R"({"type": "integer", "minimum": -40, "maximum": 40,
           "multipleOf": 16})",
