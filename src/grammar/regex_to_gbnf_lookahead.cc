@@ -55,6 +55,8 @@ bool has_top_level_bar(std::string_view p) {
   return false;
 }
 
+constexpr size_t kMaxLeadingLookaheads = 8;
+
 bool is_lookahead_at(std::string_view p, size_t pos) {
   return p.substr(pos, 3) == "(?=" || p.substr(pos, 3) == "(?!";
 }
@@ -68,7 +70,11 @@ std::optional<Result<CharDfa>> leading_lookaheads(std::string_view p) {
   std::vector<std::pair<std::string, bool>> tests;  // (X, negative)
   while (is_lookahead_at(p, pos)) {
     const size_t end = group_end(p, pos);
-    if (end == std::string_view::npos) return std::nullopt;
+    // Each lookahead is an automaton and an intersection: a hostile pattern of thousands is
+    // left to the parser, which refuses it.
+    if (end == std::string_view::npos || tests.size() == kMaxLeadingLookaheads) {
+      return std::nullopt;
+    }
     tests.emplace_back(std::string(p.substr(pos + 3, end - 1 - (pos + 3))), p[pos + 2] == '!');
     pos = end;
   }

@@ -112,6 +112,23 @@ TEST(HostileSchemaTest, DeepInstanceIsRefusedByTheReorderer) {
   EXPECT_EQ(schema.error().code, ErrorCode::kInvalidArgument);
 }
 
+TEST(HostileSchemaTest, LookaheadsNestedOrRepeatedAreRefused) {
+  std::string repeated = "^";
+  for (int i = 0; i < 20000; ++i) repeated += "(?=a)";
+  for (const std::string& pattern : {"^" + std::string(30000, '(') + std::string(30000, ')'),
+                                     "^" +
+                                         [] {
+                                           std::string nested;
+                                           for (int i = 0; i < 30000; ++i) nested += "(?=";
+                                           return nested + "a" + std::string(30000, ')');
+                                         }(),
+                                     repeated, "^((?!" + std::string(30000, '(') + ").)*$",
+                                     std::string("^(?![)a"), std::string("^((?!a).")}) {
+    auto dfa = CharDfa::from_pattern(pattern);
+    ASSERT_FALSE(dfa.ok()) << pattern.substr(0, 40);
+  }
+}
+
 TEST(HostileSchemaTest, DeeplyNestedPatternGroupsAreRefused) {
   const std::string pattern = std::string(100000, '(') + "a" + std::string(100000, ')');
   auto gbnf = regex_to_gbnf(pattern);
