@@ -176,6 +176,48 @@ std::string integers_above_int64(const std::string& max) {
                             same_length_range("1" + std::string(max.size() - 1, '0'), max)});
 }
 
+namespace {
+
+// Fraction digits from position i of d (possibly none: the rest read as zeros) whose d-digit
+// value lies in [lo, hi] (d-digit strings), the digits so far having equalled lo's when
+// `tight_lo` and hi's when `tight_hi`. `some`: one or more digits; `none`: stopping here fits.
+struct FractionDigits {
+  std::optional<std::string> some;
+  bool none = false;
+};
+FractionDigits fraction_digits(const std::string& lo, const std::string& hi, size_t i,
+                               bool tight_lo, bool tight_hi) {
+  FractionDigits out;
+  out.none = !tight_lo || lo.find_first_not_of('0', i) == std::string::npos;
+  if (i == lo.size()) return out;
+  const char first = tight_lo ? lo[i] : '0', last = tight_hi ? hi[i] : '9';
+  std::vector<std::string> alternatives;
+  // A digit strictly inside the bounds' digits frees every later one.
+  const char inner_first = tight_lo ? static_cast<char>(first + 1) : first;
+  const char inner_last = tight_hi ? static_cast<char>(last - 1) : last;
+  const std::string free_rest =
+      i + 1 < lo.size() ? " [0-9]{0," + std::to_string(lo.size() - i - 1) + "}" : "";
+  if (inner_first <= inner_last) {
+    alternatives.push_back(digit_class(inner_first, inner_last) + free_rest);
+  }
+  // A digit equal to a tight bound's keeps that bound tight.
+  std::vector<char> edges;
+  if (tight_lo) edges.push_back(first);
+  if (tight_hi && !(tight_lo && last == first)) edges.push_back(last);
+  for (const char c : edges) {
+    const FractionDigits next =
+        fraction_digits(lo, hi, i + 1, tight_lo && c == lo[i], tight_hi && c == hi[i]);
+    if (!next.some && !next.none) continue;
+    std::string tail;
+    if (next.some) tail = " " + (next.none ? "(" + *next.some + ")?" : *next.some);
+    alternatives.push_back(digit_class(c, c) + tail);
+  }
+  if (!alternatives.empty()) out.some = join_alternatives(alternatives);
+  return out;
+}
+
+}  // namespace
+
 std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lower,
                                             std::optional<Bound> upper) {
   if (!(step > 0) || !std::isfinite(step)) return std::nullopt;
@@ -204,24 +246,52 @@ std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lo
   if (!upper && (!lower || (lower->value == 0 && !lower->exclusive))) {
     return std::string(lower ? "" : "\"-\"? ") + "(\"0\" | [1-9] [0-9]{0,19}) " + fraction;
   }
-  // Inclusive integer bounds: a magnitude's whole part against them, with any fraction below
-  // the top whole part and only zeros at it (x <= 10 admits 9.99 and 10.00, not 10.01).
-  const auto integral = [](const std::optional<Bound>& b) {
-    return !b || (!b->exclusive && std::floor(b->value) == b->value && std::fabs(b->value) < 1e15);
-  };
-  if (!integral(lower) || !integral(upper)) return std::nullopt;
-  std::optional<int64_t> lo, hi;
-  if (lower) lo = static_cast<int64_t>(lower->value);
-  if (upper) hi = static_cast<int64_t>(upper->value);
-  if (lo && hi && *lo > *hi) return std::nullopt;
-  // Magnitudes of at least `from`, and at most `top` when `bounded`.
-  const auto magnitudes = [&](int64_t from, bool bounded, int64_t top) {
-    if (!bounded) return "(" + integer_range_gbnf(from, std::nullopt) + ") " + fraction;
-    std::vector<std::string> alternatives;
-    if (from <= top - 1) {
-      alternatives.push_back("(" + integer_range_gbnf(from, top - 1) + ") " + fraction);
+  // Bounds as counts of steps: x = n 10^-d with n_lo <= n <= n_hi (a bound between two
+  // multiples moves to the one inside; 99.99 is 9999 hundredths, not 9998.999...).
+  const double scale = std::pow(10.0, d);
+  const auto steps = [&](const Bound& b, bool lower_side) -> std::optional<int64_t> {
+    const double v = b.value * scale;
+    if (!(std::fabs(v) < 1e15)) return std::nullopt;
+    const double nearest = std::round(v);
+    if (std::fabs(v - nearest) <= 1e-6) {
+      return static_cast<int64_t>(nearest) + (b.exclusive ? (lower_side ? 1 : -1) : 0);
     }
-    alternatives.push_back(gbnf_literal(std::to_string(top)) + " " + kZeroFraction);
+    return static_cast<int64_t>(lower_side ? std::ceil(v) : std::floor(v));
+  };
+  std::optional<int64_t> lo, hi;
+  if (lower && !(lo = steps(*lower, true))) return std::nullopt;
+  if (upper && !(hi = steps(*upper, false))) return std::nullopt;
+  if (lo && hi && *lo > *hi) return std::nullopt;
+  const auto unit = static_cast<int64_t>(std::llround(scale));
+  const auto padded = [&](int64_t n) {
+    std::string digits = std::to_string(n % unit);
+    return std::string(static_cast<size_t>(d) - digits.size(), '0') + digits;
+  };
+  const std::string zeros(static_cast<size_t>(d), '0'), nines(static_cast<size_t>(d), '9');
+  // What follows a whole part for fractions in [lo, hi]: "." and digits, then zeros.
+  const auto fraction_in = [&](const std::string& low, const std::string& high) {
+    const FractionDigits f = fraction_digits(low, high, 0, true, true);
+    if (!f.some) return std::string();
+    return "(\".\" " + *f.some + " \"0\"{0," + std::to_string(kMaxFractionDigits - d) + "})" +
+           (f.none ? "?" : "");
+  };
+  // Magnitudes of at least a steps, and at most b when `bounded`.
+  const auto magnitudes = [&](int64_t a, bool bounded, int64_t b) {
+    const int64_t whole_a = a / unit;
+    const std::string first = gbnf_literal(std::to_string(whole_a));
+    if (!bounded) {
+      return join_alternatives(
+          {first + " " + fraction_in(padded(a), nines),
+           "(" + integer_range_gbnf(whole_a + 1, std::nullopt) + ") " + fraction});
+    }
+    const int64_t whole_b = b / unit;
+    if (whole_a == whole_b) return first + " " + fraction_in(padded(a), padded(b));
+    std::vector<std::string> alternatives = {first + " " + fraction_in(padded(a), nines)};
+    if (whole_a + 1 <= whole_b - 1) {
+      alternatives.push_back("(" + integer_range_gbnf(whole_a + 1, whole_b - 1) + ") " + fraction);
+    }
+    alternatives.push_back(gbnf_literal(std::to_string(whole_b)) + " " +
+                           fraction_in(zeros, padded(b)));
     return join_alternatives(alternatives);
   };
   std::vector<std::string> signs;

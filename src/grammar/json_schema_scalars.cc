@@ -333,6 +333,8 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
     return std::string("\"-\"? (\"0\" | [1-9] [0-9]{0,19}) \".\" \"0\"{0,23} [1-9] [0-9]{0,23}");
   }
   std::optional<double> step;  // a multipleOf still to enforce
+  // A number that multipleOf: 1 makes integral may still be written 6000.0, as it is a number.
+  const std::string zero_fraction = integer ? "" : std::string(" ") + kZeroFraction;
   if (schema.contains("multipleOf") && schema["multipleOf"].is_number()) {
     const double s = schema["multipleOf"].get<double>();
     if (s == 1.0) {
@@ -413,7 +415,7 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
         holes.push_back(static_cast<int64_t>(v));
       }
     }
-    if (!lo && !hi && holes.empty()) return base("integer");
+    if (!lo && !hi && holes.empty()) return base("integer") + zero_fraction;
     if (lo && hi && *lo > *hi) {
       return make_error(ErrorCode::kInvalidArgument, "no integer is within the bounds at " + path);
     }
@@ -429,7 +431,8 @@ Result<std::string> Converter::number_grammar(const Json& schema, bool integer,
     if (pieces.empty()) {
       return make_error(ErrorCode::kInvalidArgument, "no integer is left at " + path);
     }
-    return join_alternatives(pieces);
+    if (zero_fraction.empty()) return join_alternatives(pieces);
+    return "(" + join_alternatives(pieces) + ")" + zero_fraction;
   }
   if (!excluded.empty()) {
     // Open intervals between the excluded values (each bound exclusive at a hole).

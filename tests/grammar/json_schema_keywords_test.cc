@@ -490,6 +490,23 @@ TEST(JsonSchemaMultipleOf, DecimalStepsListedMultiplesAndRefusals) {
          R"({"type": "number", "multipleOf": 0.01, "minimum": -5, "maximum": 10})",
          {"10", "10.00", "9.99", "-5", "-5.0", "-4.5", "0", "-0.01", "3.1", "-0"},
          {"10.01", "-5.01", "3.141", "11", "-6", "10.1", "-5.001"}});
+  check({"percent to two places",
+         R"({"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 99.99})",
+         {"99.99", "0", "0.01", "50.5", "99.9", "99.990", "7.00"},
+         {"99.991", "100", "100.0", "-0.01", "99.999", "0.001"}});
+  check({"tenths between fractional bounds",
+         R"({"type": "number", "multipleOf": 0.1, "minimum": 1.5, "maximum": 2.25})",
+         {"1.5", "1.50", "2", "2.2", "2.20", "1.9"},
+         {"1.4", "2.3", "2.25", "1.45", "1", "3"}});
+  check({"hundredths strictly between 0 and 1",
+         R"({"type": "number", "multipleOf": 0.01, "exclusiveMinimum": 0,
+             "exclusiveMaximum": 1})",
+         {"0.01", "0.99", "0.5", "0.10"},
+         {"0", "0.00", "1", "1.0", "-0.5", "0.005"}});
+  check({"negative hundredths",
+         R"({"type": "number", "multipleOf": 0.01, "minimum": -2.5, "maximum": -1.25})",
+         {"-2.5", "-1.25", "-2", "-1.3", "-2.49"},
+         {"-2.51", "-1.24", "-1", "0", "1.5", "-1.255"}});
   check({"tenths from 2 up",
          R"({"type": "number", "multipleOf": 0.1, "minimum": 2})",
          {"2", "2.5", "100.1", "2.0"},
@@ -498,6 +515,10 @@ TEST(JsonSchemaMultipleOf, DecimalStepsListedMultiplesAndRefusals) {
          R"({"type": "number", "multipleOf": 0.1, "maximum": -1})",
          {"-1", "-1.0", "-1.1", "-250.3"},
          {"-0.9", "0", "-1.05", "1"}});
+  check({"a number of whole units",
+         R"({"type": "number", "multipleOf": 1, "minimum": 0, "maximum": 99999999})",
+         {"6000", "6000.0", "0", "99999999.00"},
+         {"6000.5", "-1", "100000000", "1.01"}});
   check({"multiples of 16",
          R"({"type": "integer", "minimum": -40, "maximum": 40,
           "multipleOf": 16})",
