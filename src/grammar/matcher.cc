@@ -57,6 +57,7 @@ void GrammarMatcher::rollback(size_t n_tokens) {
   history_pool_size_.resize(history_.size());
   pool_.truncate(history_pool_size_.back());
   memo_valid_ = false;  // its state may hold dropped nodes
+  budget_memo_valid_ = false;
 }
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
@@ -66,6 +67,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
     std::memcpy(words.data(), memo_words_.data(), n_words * sizeof(uint32_t));
   } else {
     compute_mask(state, words.first(n_words));
+    budget_memo_valid_ = false;
     memo_state_ = state;
     memo_words_.assign(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n_words));
     memo_valid_ = true;
@@ -103,29 +105,39 @@ size_t GrammarMatcher::distance(const StackSet& state) const {
 
 void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_t> words,
                                         size_t room) {
-  const TokenVocabulary& vocab = compiled_->vocabulary();
-  auto allowed = [&](int32_t id) {
-    const auto w = static_cast<size_t>(id >> 5);
-    return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
-  };
-  budget_indices_.clear();
-  for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
-    if (allowed(vocab.sorted_id(k))) budget_indices_.push_back(k);
+  // The words are the mask of memo_state_ (fill_next_token_bitmask just set it): while that
+  // state repeats, so do its allowed tokens and their distances.
+  const bool reuse = reuse_masks_ && budget_memo_valid_ && memo_valid_ && memo_state_ == state;
+  if (!reuse) {
+    const TokenVocabulary& vocab = compiled_->vocabulary();
+    auto allowed = [&](int32_t id) {
+      const auto w = static_cast<size_t>(id >> 5);
+      return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
+    };
+    budget_indices_.clear();
+    for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
+      if (allowed(vocab.sorted_id(k))) budget_indices_.push_back(k);
+    }
+    budget_distances_.clear();
+    const size_t mark = pool_.size();
+    walk_strings(
+        budget_indices_, [&](uint32_t k) { return vocab.sorted_piece(k); },
+        vocab.max_piece_length(), advancer_, state, nullptr, walk_scratch_,
+        [&](uint32_t k, bool accepted, size_t) {
+          budget_distances_.emplace_back(
+              vocab.sorted_id(k),
+              accepted ? distance(walk_scratch_.states[vocab.sorted_piece(k).size()]) : SIZE_MAX);
+        });
+    pool_.truncate(mark);
+    budget_memo_valid_ = memo_valid_ && memo_state_ == state;
   }
   too_far_.clear();
-  const size_t mark = pool_.size();
-  walk_strings(
-      budget_indices_, [&](uint32_t k) { return vocab.sorted_piece(k); }, vocab.max_piece_length(),
-      advancer_, state, nullptr, walk_scratch_,
-      [&](uint32_t k, bool accepted, size_t) {
-        if (!accepted || distance(walk_scratch_.states[vocab.sorted_piece(k).size()]) > room) {
-          too_far_.push_back(vocab.sorted_id(k));
-        }
-      });
-  pool_.truncate(mark);
+  for (const auto& [id, after] : budget_distances_) {
+    if (after > room) too_far_.push_back(id);
+  }
   // When nothing fits the output cannot end in time whatever comes next: leave the mask whole
   // rather than allow nothing.
-  if (too_far_.size() == budget_indices_.size() && !state.can_end) return;
+  if (too_far_.size() == budget_distances_.size() && !state.can_end) return;
   for (int32_t id : too_far_) words[static_cast<size_t>(id >> 5)] &= ~(uint32_t{1} << (id & 31));
 }
 

@@ -78,6 +78,12 @@ class GrammarMatcher {
   StackSet below_;
   std::vector<uint32_t> budget_indices_;  // sorted-vocabulary indices of allowed tokens
   std::vector<int32_t> too_far_;
+  // For memo_state_: each allowed token and the distance to the end after it (SIZE_MAX when the
+  // walk rejects it). The walk costs a pass over the allowed tokens (tens of ms inside a string
+  // of a 100K vocabulary); generating inside a string repeats the state while the budget
+  // shrinks, so the distances are kept and only compared with the room left.
+  std::vector<std::pair<int32_t, size_t>> budget_distances_;
+  bool budget_memo_valid_ = false;
   static constexpr size_t kMaxLeftoverCache = 1024;
   // Keyed by the top's position and the return signatures of the frames below it.
   // Held here too (cheap to look up, and alive while a mask uses them); the grammar's shared

@@ -73,6 +73,36 @@ bool random_walk(const std::shared_ptr<const CompiledGrammar>& g, size_t budget,
   return m.can_end() || m.is_terminated();
 }
 
+// Inside a string the state repeats while the budget shrinks: the distances kept for it must
+// give the masks a fresh walk gives, including the step where the room left excludes a token.
+TEST(BudgetTest, RepeatedStatesKeepTheirDistances) {
+  std::vector<std::string> pieces;
+  for (int b = 0; b < 256; ++b) pieces.push_back(std::string(1, static_cast<char>(b)));
+  pieces.emplace_back("\",\"");  // closes an item and opens the next
+  pieces.emplace_back("aaaa");
+  pieces.emplace_back("");  // end of generation
+  const auto next_item = static_cast<int32_t>(pieces.size() - 3);
+  const auto eog = static_cast<int32_t>(pieces.size() - 1);
+  auto g = compile_or_die(R"(root ::= "[" ("\"" [a-z]* "\"" ("," "\"" [a-z]* "\"")*)? "]")",
+                          TokenVocabulary::from_pieces(std::move(pieces), {eog}));
+  ASSERT_NE(g, nullptr);
+  GrammarMatcher reused(g), fresh(g);
+  fresh.set_reuse_masks(false);
+  ASSERT_TRUE(reused.accept_string("[\"") && fresh.accept_string("[\""));
+  std::vector<uint32_t> a(g->mask_words()), b(g->mask_words());
+  std::vector<bool> next_item_allowed;
+  for (size_t budget = 8; budget >= 2; --budget) {
+    reused.fill_next_token_bitmask(a, budget);
+    fresh.fill_next_token_bitmask(b, budget);
+    ASSERT_EQ(a, b) << "budget " << budget;
+    next_item_allowed.push_back((a[next_item / 32] >> (next_item % 32)) & 1);
+    ASSERT_TRUE(reused.accept_token('a') && fresh.accept_token('a'));
+  }
+  // `","` leaves 3 bytes to the end ("]), so it fits while 3 tokens may follow it.
+  EXPECT_TRUE(next_item_allowed.front());
+  EXPECT_FALSE(next_item_allowed.back());
+}
+
 TEST(BudgetTest, RandomWalksEndWithinTheirBudget) {
   auto schema = json_schema_to_gbnf(R"({
     "type": "object",
