@@ -3,6 +3,7 @@
 // alternatives (a[0] then the rest of a up to 9..9, the digits strictly between, b[0] then 0..0
 // up to the rest of b).
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -253,7 +254,8 @@ std::optional<std::string> multiple_of_gbnf(double step, std::optional<Bound> lo
     const double v = b.value * scale;
     if (!(std::fabs(v) < 1e15)) return std::nullopt;
     const double nearest = std::round(v);
-    if (std::fabs(v - nearest) <= 1e-6) {
+    // A few units in the last place of v: a bound written as a multiple reads back within them.
+    if (std::fabs(v - nearest) <= std::max(1e-6, 4 * DBL_EPSILON * std::fabs(v))) {
       return static_cast<int64_t>(nearest) + (b.exclusive ? (lower_side ? 1 : -1) : 0);
     }
     return static_cast<int64_t>(lower_side ? std::ceil(v) : std::floor(v));

@@ -494,6 +494,10 @@ TEST(JsonSchemaMultipleOf, DecimalStepsListedMultiplesAndRefusals) {
          R"({"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 99.99})",
          {"99.99", "0", "0.01", "50.5", "99.9", "99.990", "7.00"},
          {"99.991", "100", "100.0", "-0.01", "99.999", "0.001"}});
+  check({"cents up to a large bound that is a multiple",
+         R"({"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 40564632697.52})",
+         {"40564632697.52", "40564632697.520", "40564632697.51", "0.5"},
+         {"40564632697.53", "40564632698", "40564632697.521"}});
   check({"tenths between fractional bounds",
          R"({"type": "number", "multipleOf": 0.1, "minimum": 1.5, "maximum": 2.25})",
          {"1.5", "1.50", "2", "2.2", "2.20", "1.9"},
