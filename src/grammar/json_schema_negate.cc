@@ -54,6 +54,12 @@ Json all_types_but(const std::string& type) {
   return out;
 }
 
+// The type whose size a min/max keyword counts: Length, Items or Properties.
+const char* counted_type(const std::string& kind) {
+  if (kind == "Length") return "string";
+  return kind == "Items" ? "array" : "object";
+}
+
 bool is_annotation_only(const Json& schema) {
   if (!schema.is_object()) return false;
   for (const auto& [key, value] : schema.items()) {
@@ -159,18 +165,12 @@ Result<Json> Converter::negate(const Json& schema_in, const std::string& path, i
       const double n = std::ceil(value.get<double>());
       if (n <= 0) continue;
       const std::string kind = key.substr(3);  // Length, Items, Properties
-      alternatives.push_back(typed(kind == "Length"  ? "string"
-                                   : kind == "Items" ? "array"
-                                                     : "object",
-                                   Json{{"max" + kind, n - 1}}));
+      alternatives.push_back(typed(counted_type(kind), Json{{"max" + kind, n - 1}}));
     } else if ((key == "maxLength" || key == "maxItems" || key == "maxProperties") &&
                value.is_number()) {
       const double n = std::floor(value.get<double>());
       const std::string kind = key.substr(3);
-      alternatives.push_back(typed(kind == "Length"  ? "string"
-                                   : kind == "Items" ? "array"
-                                                     : "object",
-                                   Json{{"min" + kind, n + 1}}));
+      alternatives.push_back(typed(counted_type(kind), Json{{"min" + kind, n + 1}}));
     } else if ((key == "minimum" || key == "maximum") && value.is_number()) {
       const bool lower = key == "minimum";
       const bool exclusive = exclusive_flag(lower ? "exclusiveMinimum" : "exclusiveMaximum");

@@ -105,10 +105,10 @@ size_t GrammarMatcher::distance(const StackSet& state) const {
 
 void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_t> words,
                                         size_t room) {
-  // The words are the mask of memo_state_ (fill_next_token_bitmask just set it): while that
-  // state repeats, so do its allowed tokens and their distances.
-  const bool reuse = reuse_masks_ && budget_memo_valid_ && memo_valid_ && memo_state_ == state;
-  if (!reuse) {
+  // The words are the mask of memo_state_, which fill_next_token_bitmask just set to `state`
+  // and which clears budget_memo_valid_ whenever it computes a mask anew: a valid memo is this
+  // state's allowed tokens and their distances.
+  if (!budget_memo_valid_) {
     const TokenVocabulary& vocab = compiled_->vocabulary();
     auto allowed = [&](int32_t id) {
       const auto w = static_cast<size_t>(id >> 5);
@@ -129,7 +129,7 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
               accepted ? distance(walk_scratch_.states[vocab.sorted_piece(k).size()]) : SIZE_MAX);
         });
     pool_.truncate(mark);
-    budget_memo_valid_ = memo_valid_ && memo_state_ == state;
+    budget_memo_valid_ = true;
   }
   too_far_.clear();
   for (const auto& [id, after] : budget_distances_) {
