@@ -27,6 +27,13 @@ struct ByteSet {
 
 enum class ElementKind : uint8_t { kBytes, kRule, kEnd };
 
+// A rule whose name starts with this (written by the JSON-Schema converter for `uniqueItems`,
+// and open to hand-written GBNF) derives a JSON array whose items must be pairwise distinct
+// JSON values: each of its alternatives starts with "[", which the builder gives a byte set of
+// its own (Grammar::unique_array_open()) so the matcher knows which "[" opens such an array
+// (unique_items.h holds the check no grammar can express).
+inline constexpr std::string_view kUniqueArrayRulePrefix = "unique-array";
+
 struct Element {
   ElementKind kind = ElementKind::kEnd;
   uint32_t value = 0;  // kBytes: index into byte_sets(); kRule: rule id
@@ -40,11 +47,12 @@ struct GrammarRule {
 class Grammar {
  public:
   Grammar(std::vector<GrammarRule> rules, std::vector<Element> elements,
-          std::vector<ByteSet> byte_sets, uint32_t root)
+          std::vector<ByteSet> byte_sets, uint32_t root, uint32_t unique_array_open = kNone)
       : rules_(std::move(rules)),
         elements_(std::move(elements)),
         byte_sets_(std::move(byte_sets)),
-        root_(root) {
+        root_(root),
+        unique_array_open_(unique_array_open) {
     compute_min_rest();
   }
 
@@ -54,6 +62,10 @@ class Grammar {
   const ByteSet& byte_set(uint32_t id) const { return byte_sets_[id]; }
   size_t n_byte_sets() const { return byte_sets_.size(); }
   uint32_t root() const { return root_; }
+  // The byte set of the "[" that opens a unique-array rule's array (kNone when no rule is one):
+  // the same byte as any "[", told apart by its id.
+  uint32_t unique_array_open() const { return unique_array_open_; }
+  static constexpr uint32_t kNone = UINT32_MAX;
   // The fewest bytes that finish the alternative from `pos` on (the element at pos included):
   // shortest-derivation lengths, saturating at kUnbounded for rules with no finite sentence.
   uint32_t min_rest(uint32_t pos) const { return min_rest_[pos]; }
@@ -75,6 +87,7 @@ class Grammar {
   std::vector<Element> elements_;
   std::vector<ByteSet> byte_sets_;
   uint32_t root_;
+  uint32_t unique_array_open_;
   std::vector<uint32_t> min_rest_;         // per element position
   std::vector<uint32_t> rule_min_length_;  // per rule
   uint32_t max_choice_jump_ = 0;

@@ -61,9 +61,21 @@ class Builder {
     for (uint32_t r = 0; r < rules.size(); ++r) {
       byte_rules_[r].origin = rules[r].origin;
       current_origin_ = rules[r].origin;
+      const bool unique_array =
+          !rules[r].generated && rules[r].name.starts_with(kUniqueArrayRulePrefix);
       for (const auto& seq : rules[r].alternatives) {
         Alternative alt;
-        for (const auto& item : seq) append_item(item, &alt);
+        size_t first = 0;
+        if (unique_array) {
+          if (seq.empty() || !opens_array(seq[0])) {
+            return error(rules[r].defined_at, "rule '" + rules[r].name + "' (a " +
+                                                  std::string(kUniqueArrayRulePrefix) +
+                                                  " rule) must start every alternative with \"[\"");
+          }
+          alt.push_back({false, unique_array_open_id()});
+          first = 1;
+        }
+        for (size_t i = first; i < seq.size(); ++i) append_item(seq[i], &alt);
         STRATA_RETURN_IF_ERROR(charge(1 + alt.size()));
         byte_rules_[r].alternatives.push_back(std::move(alt));
       }
@@ -91,6 +103,20 @@ class Builder {
     auto [it, inserted] = byte_set_ids_.emplace(set.bits, static_cast<uint32_t>(sets_.size()));
     if (inserted) sets_.push_back(set);
     return it->second;
+  }
+  static bool opens_array(const gbnf::Item& item) {
+    return item.kind == gbnf::Item::Kind::kChars && !item.negated && item.ranges.size() == 1 &&
+           item.ranges[0].first == '[' && item.ranges[0].last == '[';
+  }
+  // Not shared with the plain "[" (byte_set_id would merge them): the id is the mark.
+  uint32_t unique_array_open_id() {
+    if (unique_array_open_ == Grammar::kNone) {
+      ByteSet set;
+      set.set('[');
+      unique_array_open_ = static_cast<uint32_t>(sets_.size());
+      sets_.push_back(set);
+    }
+    return unique_array_open_;
   }
   uint32_t byte_range_set(uint8_t first, uint8_t last) {
     ByteSet set;
@@ -159,6 +185,7 @@ class Builder {
   // A helper rule whose alternatives are the UTF-8 byte-range sequences of a class.
   uint32_t class_rule(const std::vector<gbnf::CodepointRange>& ranges) {
     std::vector<uint64_t> key;
+    key.reserve(ranges.size());
     for (const auto& r : ranges) key.push_back(uint64_t{r.first} << 32 | r.last);
     auto it = class_rules_.find(key);
     if (it != class_rules_.end()) return it->second;
@@ -525,7 +552,7 @@ class Builder {
       }
     }
     return std::make_shared<const Grammar>(std::move(rules), std::move(elements), std::move(sets_),
-                                           0);
+                                           0, unique_array_open_);
   }
 
   std::string_view text_;
@@ -536,6 +563,7 @@ class Builder {
   std::map<std::vector<uint64_t>, uint32_t> class_rules_;
   std::vector<uint32_t> scc_;
   uint32_t current_origin_ = 0;
+  uint32_t unique_array_open_ = Grammar::kNone;
   CompileMeter* meter_;
 };
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "grammar/compile_meter.h"
+#include "grammar/grammar.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex_to_gbnf.h"
@@ -240,6 +241,16 @@ std::string Converter::new_rule(const std::string& hint) {
   rule_index_[unique] = rules_.size();
   rules_.emplace_back(unique, "");
   return unique;
+}
+
+std::string Converter::new_unique_array_rule() {
+  std::string name;
+  do {
+    name = std::string(kUniqueArrayRulePrefix) + "-" + std::to_string(next_suffix_[""]++);
+  } while (rule_index_.count(name));
+  rule_index_[name] = rules_.size();
+  rules_.emplace_back(name, "");
+  return name;
 }
 
 void Converter::set_rule(const std::string& name, std::string body) {

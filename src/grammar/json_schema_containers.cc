@@ -293,13 +293,17 @@ Result<std::string> Converter::array_grammar(const Json& schema, const std::stri
       STRATA_RETURN_IF_ERROR(unenforceable("'contains'", path));
     }
   }
+  // uniqueItems: over a small finite set of values the grammar counts them itself; otherwise
+  // the array's rule is a unique-array rule and the matcher refuses a repeated item
+  // (unique_items.h).
+  bool unique_rule = false;
   if (schema.contains("uniqueItems") && schema["uniqueItems"].is_boolean() &&
       schema["uniqueItems"].get<bool>() && (max_items < 0 || max_items > 1)) {
-    auto unique = prefix.empty() ? unique_array(rest, min_items, max_items, path)
-                                 : Result<std::string>(make_error(
-                                       ErrorCode::kUnsupported, "'uniqueItems' with prefixItems"));
-    if (unique.ok() || unique.error().code == ErrorCode::kInvalidArgument) return unique;
-    STRATA_RETURN_IF_ERROR(unenforceable("'uniqueItems' (" + unique.error().message + ")", path));
+    if (prefix.empty()) {
+      auto unique = unique_array(rest, min_items, max_items, path);
+      if (unique.ok() || unique.error().code == ErrorCode::kInvalidArgument) return unique;
+    }
+    unique_rule = true;
   }
   constexpr long kMaxRepeat = 10000;
   if (min_items > kMaxRepeat || max_items > kMaxRepeat) {
@@ -346,7 +350,11 @@ Result<std::string> Converter::array_grammar(const Json& schema, const std::stri
     std::string seq = items[0] + " " + ws + (after.empty() ? "" : " " + after);
     body = min_items > 0 ? seq : "(" + seq + ")?";
   }
-  return "\"[\" " + ws + " " + body + " \"]\"";
+  std::string array = "\"[\" " + ws + " " + body + " \"]\"";
+  if (!unique_rule) return array;
+  const std::string name = new_unique_array_rule();
+  set_rule(name, std::move(array));
+  return name;
 }
 
 }  // namespace strata::grammar::json_schema_detail

@@ -151,6 +151,8 @@ class Converter {
   bool has_validation_keywords(const Json& schema) const;
 
   std::string new_rule(const std::string& hint);
+  // A rule whose array items the matcher keeps distinct (kUniqueArrayRulePrefix, grammar.h).
+  std::string new_unique_array_rule();
   void set_rule(const std::string& name, std::string body);
 
   Json root_;

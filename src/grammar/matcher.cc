@@ -9,17 +9,41 @@ namespace strata::grammar {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
     : compiled_(std::move(grammar)), advancer_(compiled_->grammar(), &pool_) {
-  history_.emplace_back();
-  advancer_.start_rule(compiled_->grammar().root(), &history_.back());
-  history_pool_size_.push_back(pool_.size());
+  tracks_unique_ = compiled_->grammar().unique_array_open() != Grammar::kNone;
+  StackSet start;
+  advancer_.start_rule(compiled_->grammar().root(), &start);
+  push_state(start);
 }
 
+void GrammarMatcher::push_state(const StackSet& state) {
+  history_.push_back(state);
+  history_pool_size_.push_back(pool_.size());
+  if (tracks_unique_) unique_marks_.push_back(unique_.mark());
+}
+
+UniqueItems::Opens GrammarMatcher::array_opened_at(const StackSet& state) const {
+  const Grammar& g = compiled_->grammar();
+  bool unique = false, plain = false;
+  for (uint32_t top : state.tops) {
+    const Element& e = g.element(pool_[top].pos);
+    if (e.kind != ElementKind::kBytes || !g.byte_set(e.value).test('[')) continue;
+    (e.value == g.unique_array_open() ? unique : plain) = true;
+  }
+  return unique && !plain ? UniqueItems::Opens::kUnique : UniqueItems::Opens::kPlain;
+}
+
+// The stacks after `bytes`; the unique-items lexer follows along (the caller restores it when
+// the bytes are refused or only tried).
 bool GrammarMatcher::advance_bytes(std::string_view bytes, StackSet* out) {
   *out = history_.back();
   for (char c : bytes) {
-    advancer_.advance(*out, static_cast<uint8_t>(c), &step_a_);
+    const auto byte = static_cast<uint8_t>(c);
+    const UniqueItems::Opens opens =
+        tracks_unique_ && byte == '[' ? array_opened_at(*out) : UniqueItems::Opens::kPlain;
+    advancer_.advance(*out, byte, &step_a_);
     std::swap(*out, step_a_);
     if (!out->alive()) return false;
+    if (tracks_unique_ && !unique_.accept(byte, opens)) return false;
   }
   return true;
 }
@@ -29,8 +53,7 @@ bool GrammarMatcher::accept_token(int32_t id) {
   if (id < 0 || static_cast<size_t>(id) >= vocab.size()) return false;
   if (vocab.is_eog(id)) {
     if (!can_end()) return false;
-    history_.push_back(StackSet{{}, false, true});
-    history_pool_size_.push_back(pool_.size());
+    push_state(StackSet{{}, false, true});
     return true;
   }
   const std::string& piece = vocab.piece(id);
@@ -43,10 +66,10 @@ bool GrammarMatcher::accept_string(std::string_view bytes) {
   const size_t mark = pool_.size();
   if (!advance_bytes(bytes, &step_b_) || advancer_.overflowed()) {
     pool_.truncate(mark);
+    if (tracks_unique_) unique_.restore(unique_marks_.back());
     return false;
   }
-  history_.push_back(step_b_);
-  history_pool_size_.push_back(pool_.size());
+  push_state(step_b_);
   return true;
 }
 
@@ -56,11 +79,20 @@ void GrammarMatcher::rollback(size_t n_tokens) {
   history_.resize(history_.size() - n_tokens);
   history_pool_size_.resize(history_.size());
   pool_.truncate(history_pool_size_.back());
+  if (tracks_unique_) {
+    unique_marks_.resize(history_.size());
+    unique_.restore(unique_marks_.back());
+  }
   memo_valid_ = false;  // its state may hold dropped nodes
   budget_memo_valid_ = false;
 }
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
+  fill_grammar_mask(words);
+  restrict_to_unique_items(words);
+}
+
+void GrammarMatcher::fill_grammar_mask(std::span<uint32_t> words) {
   const StackSet& state = history_.back();
   const size_t n_words = std::min(words.size(), compiled_->mask_words());
   if (reuse_masks_ && memo_valid_ && memo_state_ == state) {
@@ -76,15 +108,47 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
 }
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words, size_t budget) {
-  fill_next_token_bitmask(words);
+  fill_grammar_mask(words);
   const size_t room = budget > 0 ? budget - 1 : 0;  // tokens that may follow this one
   const StackSet& state = history_.back();
   // Far from the end nothing can be out of reach yet; the margin covers the bytes one token
   // takes plus the longest jump one choice of the grammar makes.
   const size_t margin =
       kBudgetLookahead + std::min<size_t>(compiled_->grammar().max_choice_jump(), kMaxJumpMargin);
-  if (distance(state) + margin <= room) return;
-  restrict_to_budget(state, words, room);
+  if (distance(state) + margin > room) restrict_to_budget(state, words, room);
+  restrict_to_unique_items(words);
+}
+
+void GrammarMatcher::restrict_to_unique_items(std::span<uint32_t> words) {
+  if (!tracks_unique_ || !unique_.active()) return;
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  unique_.prepare_checks();
+  const auto check = [&](int32_t id) {
+    const auto w = static_cast<size_t>(id >> 5);
+    const uint32_t bit = uint32_t{1} << (id & 31);
+    if (w >= words.size() || (words[w] & bit) == 0 || vocab.is_eog(id)) return;
+    UniqueItems::Verdict v = unique_.check(vocab.piece(id));
+    if (v == UniqueItems::Verdict::kUnsure) {
+      // The piece opens an array itself or ends two items: ask the grammar byte by byte.
+      const UniqueItems::Mark before = unique_.mark();
+      const size_t pool_mark = pool_.size();
+      const bool ok = advance_bytes(vocab.piece(id), &step_b_);
+      unique_.restore(before);
+      pool_.truncate(pool_mark);
+      v = ok ? UniqueItems::Verdict::kAllowed : UniqueItems::Verdict::kDuplicate;
+    }
+    if (v == UniqueItems::Verdict::kDuplicate) words[w] &= ~bit;
+  };
+  if (unique_.inside_string()) {
+    // Inside a string only a quote can end anything.
+    for (int32_t id : vocab.ids_with_quote()) check(id);
+    return;
+  }
+  for (size_t w = 0; w < words.size(); ++w) {
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      check(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits))));
+    }
+  }
 }
 
 // Shortest completion of a state: for each stack, the rest of every frame's alternative (the

@@ -14,6 +14,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/stack_pool.h"
 #include "grammar/token_walk.h"
+#include "grammar/unique_items.h"
 
 namespace strata::grammar {
 
@@ -60,6 +61,13 @@ class GrammarMatcher {
 
  private:
   bool advance_bytes(std::string_view bytes, StackSet* out);
+  void push_state(const StackSet& state);
+  // What the stacks of `state` read the next "[" as (unique_items.h).
+  UniqueItems::Opens array_opened_at(const StackSet& state) const;
+  // The grammar's mask for the state now (memoized).
+  void fill_grammar_mask(std::span<uint32_t> words);
+  // Clears the allowed tokens that would end an item equal to an earlier one of its array.
+  void restrict_to_unique_items(std::span<uint32_t> words);
   void compute_mask(const StackSet& state, std::span<uint32_t> words);
   const std::vector<uint8_t>& leftovers_accepted(uint32_t top, const PositionTokens& t);
   size_t distance(const StackSet& state) const;
@@ -67,6 +75,11 @@ class GrammarMatcher {
   void restrict_to_budget(const StackSet& state, std::span<uint32_t> words, size_t room);
 
   std::shared_ptr<const CompiledGrammar> compiled_;
+  // Only when the grammar has unique-array rules: the items written so far, and its mark after
+  // each history state (for rollback).
+  bool tracks_unique_ = false;
+  UniqueItems unique_;
+  std::vector<UniqueItems::Mark> unique_marks_;
   StackPool pool_;
   Advancer advancer_;
   std::vector<StackSet> history_;  // [0]: start; back(): now

@@ -18,6 +18,9 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces,
   std::sort(eog_ids_.begin(), eog_ids_.end());
   for (size_t id = 0; id < pieces_.size(); ++id) {
     if (!pieces_[id].empty() && !is_eog_[id]) sorted_ids_.push_back(static_cast<int32_t>(id));
+    if (!is_eog_[id] && pieces_[id].find('"') != std::string::npos) {
+      ids_with_quote_.push_back(static_cast<int32_t>(id));
+    }
     max_piece_length_ = std::max(max_piece_length_, pieces_[id].size());
   }
   std::stable_sort(sorted_ids_.begin(), sorted_ids_.end(), [&](int32_t a, int32_t b) {

@@ -40,6 +40,8 @@ class TokenVocabulary {
   // Sorted indices [first_byte_begin(b), first_byte_begin(b + 1)) start with byte b.
   uint32_t first_byte_begin(unsigned b) const { return first_byte_begin_[b]; }
   size_t max_piece_length() const { return max_piece_length_; }
+  // Ids of the (non-end) pieces holding a '"' byte: inside a JSON string only they can end it.
+  std::span<const int32_t> ids_with_quote() const { return ids_with_quote_; }
   // The longest grammar-visible piece that starts with byte b, and the longest tail piece[i..]
   // (i >= 1) of one that does (a leftover a token brings past a frame): what compiled grammars
   // read as deep as, per byte (0 for none).
@@ -53,6 +55,7 @@ class TokenVocabulary {
   std::vector<int32_t> eog_ids_;
   std::vector<bool> is_eog_;
   std::vector<int32_t> sorted_ids_;
+  std::vector<int32_t> ids_with_quote_;
   std::vector<uint32_t> first_byte_begin_;  // 257 entries
   size_t max_piece_length_ = 0;
   std::array<uint32_t, 256> longest_from_{}, longest_tail_from_{};

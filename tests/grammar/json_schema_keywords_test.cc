@@ -362,8 +362,8 @@ TEST(JsonSchemaKeywords, LongStringBoundsCountInBlocks) {
 
 TEST(JsonSchemaKeywords, UnenforceableFormsStillNameTheKeyword) {
   for (const char* schema :
-       {R"({"not":{"multipleOf":2}})", R"({"type":"array","uniqueItems":true})",
-        R"({"type":"array","items":{"type":"string"},"uniqueItems":true})",
+       {R"({"not":{"multipleOf":2}})",
+        R"({"type":"array","uniqueItems":true,"contains":{"type":"string"},"minContains":2})",
         R"({"oneOf":[{"type":"integer"},{"multipleOf":3}]})",
         R"({"type":"object","patternProperties":{"^x":{}},"not":{"additionalProperties":false}})",
         // 2^13 states: refused rather than truncated.

@@ -1,0 +1,205 @@
+#include "grammar/unique_items.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace strata::grammar {
+namespace {
+
+using Json = nlohmann::json;
+
+// Integral numbers as integers, so that 1, 1.0 and 1e0 write the same.
+void normalize_numbers(Json& v) {
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) {
+      v = static_cast<int64_t>(d);
+    }
+  } else if (v.is_structured()) {
+    for (Json& child : v) normalize_numbers(child);
+  }
+}
+
+}  // namespace
+
+std::string canonical_json(std::string_view text) {
+  Json v = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (v.is_discarded()) return std::string(text);
+  normalize_numbers(v);
+  // nlohmann::json keeps object members sorted by key: the dump ignores the written order.
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+template <typename ItemEnd>
+UniqueItems::Verdict UniqueItems::step(Lexer& lx, uint8_t byte, size_t offset, Opens opens,
+                                       uint32_t& next_array, ItemEnd&& item_end) {
+  std::vector<Frame>& frames = lx.frames;
+  const auto open_array = [&]() {
+    if (opens == Opens::kPlain) {
+      frames.push_back(Frame{Kind::kArray});
+    } else {
+      frames.push_back(Frame{Kind::kUnique, false, false, next_array++, 0});
+    }
+  };
+  // A string or container value just ended at `end`: when it is an item of the unique array
+  // around it, that item is whole.
+  const auto value_ended = [&](size_t end) {
+    if (frames.empty()) return Verdict::kAllowed;
+    Frame& top = frames.back();
+    if (top.kind != Kind::kUnique || !top.item_open || top.item_done) return Verdict::kAllowed;
+    const Verdict v = item_end(top, end);
+    top.item_done = true;
+    return v;
+  };
+  if (frames.empty()) {  // outside every unique array only the "[" of one matters
+    if (byte == '[' && opens == Opens::kUnique) open_array();
+    return Verdict::kAllowed;
+  }
+  if (lx.in_string) {
+    if (lx.escaped) {
+      lx.escaped = false;
+    } else if (byte == '\\') {
+      lx.escaped = true;
+    } else if (byte == '"') {
+      lx.in_string = false;
+      return value_ended(offset + 1);
+    }
+    return Verdict::kAllowed;
+  }
+  if (frames.back().kind == Kind::kUnique) {
+    Frame& top = frames.back();
+    const bool scalar_open = top.item_open && !top.item_done;
+    const bool delimiter = byte == ' ' || byte == '\t' || byte == '\n' || byte == '\r' ||
+                           byte == ',' || byte == ']';
+    if (delimiter) {
+      // A number or literal ends at the first byte that is not part of it.
+      if (scalar_open) {
+        const Verdict v = item_end(top, offset);
+        if (v != Verdict::kAllowed) return v;
+        top.item_done = true;
+      }
+      if (byte == ',') top.item_open = top.item_done = false;
+      if (byte == ']') {
+        frames.pop_back();
+        return value_ended(offset + 1);
+      }
+      return Verdict::kAllowed;
+    }
+    if (!top.item_open) {
+      top.item_open = true;
+      top.item_done = false;
+      top.item_start = offset;
+    }
+  }
+  switch (byte) {
+    case '"':
+      lx.in_string = true;
+      break;
+    case '{':
+      frames.push_back(Frame{Kind::kObject});
+      break;
+    case '[':
+      open_array();
+      break;
+    case '}':
+    case ']':
+      frames.pop_back();
+      return value_ended(offset + 1);
+    default:
+      break;
+  }
+  return Verdict::kAllowed;
+}
+
+bool UniqueItems::is_duplicate(uint32_t array, const std::string& canonical) const {
+  for (const Item& item : items_) {
+    if (item.array == array && item.canonical == canonical) return true;
+  }
+  return false;
+}
+
+bool UniqueItems::accept(uint8_t byte, Opens opens) {
+  if (!active() && !(byte == '[' && opens == Opens::kUnique)) return true;
+  const size_t offset = text_.size();
+  text_.push_back(static_cast<char>(byte));
+  const Verdict v = step(now_, byte, offset, opens, n_arrays_, [&](const Frame& f, size_t end) {
+    std::string canonical =
+        canonical_json(std::string_view(text_).substr(f.item_start, end - f.item_start));
+    if (is_duplicate(f.array, canonical)) return Verdict::kDuplicate;
+    items_.push_back({f.array, std::move(canonical)});
+    return Verdict::kAllowed;
+  });
+  return v == Verdict::kAllowed;
+}
+
+UniqueItems::Mark UniqueItems::mark() const {
+  return Mark{now_, text_.size(), items_.size(), n_arrays_};
+}
+
+void UniqueItems::restore(const Mark& m) {
+  now_ = m.lexer;
+  text_.resize(m.text);
+  items_.resize(m.items);
+  n_arrays_ = m.arrays;
+}
+
+void UniqueItems::prepare_checks() {
+  open_string_known_ = false;
+  open_string_can_repeat_ = true;
+  if (!now_.in_string || now_.escaped || now_.frames.empty()) return;
+  const Frame& top = now_.frames.back();
+  if (top.kind != Kind::kUnique || !top.item_open || top.item_done) return;
+  // The string being written is the item: its canonical form so far is a prefix of the
+  // canonical form of every way it can end (dump escapes code point by code point).
+  const Json so_far =
+      Json::parse(text_.substr(top.item_start) + '"', nullptr, /*allow_exceptions=*/false);
+  if (!so_far.is_string()) return;  // ends inside a UTF-8 sequence
+  open_string_ = so_far.dump(-1, ' ', false, Json::error_handler_t::replace);
+  open_string_.pop_back();
+  open_string_known_ = true;
+  open_string_can_repeat_ = false;
+  for (const Item& item : items_) {
+    if (item.array == top.array && item.canonical.starts_with(open_string_)) {
+      open_string_can_repeat_ = true;
+      break;
+    }
+  }
+}
+
+UniqueItems::Verdict UniqueItems::check(std::string_view piece) {
+  scratch_ = now_;
+  uint32_t next_array = n_arrays_;
+  const size_t base = text_.size();
+  int ends = 0;
+  const auto item_end = [&](const Frame& f, size_t end) {
+    // An array the piece opened (it may be plain), or a second item in one piece: rare, and
+    // the grammar's answer is needed.
+    if (f.array >= n_arrays_ || ++ends > 1) return Verdict::kUnsure;
+    const std::string_view written = std::string_view(piece).substr(0, end - base);
+    if (open_string_known_ && now_.in_string && f.array == now_.frames.back().array &&
+        f.item_start == now_.frames.back().item_start) {
+      if (!open_string_can_repeat_) return Verdict::kAllowed;
+      if (written.find('\\') == std::string_view::npos) {
+        candidate_.assign(open_string_).append(written);
+        return is_duplicate(f.array, candidate_) ? Verdict::kDuplicate : Verdict::kAllowed;
+      }
+    }
+    candidate_.clear();
+    if (f.item_start < base) {
+      candidate_.append(text_, f.item_start).append(written);
+    } else {
+      candidate_.append(piece.substr(f.item_start - base, end - f.item_start));
+    }
+    return is_duplicate(f.array, canonical_json(candidate_)) ? Verdict::kDuplicate
+                                                             : Verdict::kAllowed;
+  };
+  for (size_t i = 0; i < piece.size(); ++i) {
+    const Verdict v =
+        step(scratch_, static_cast<uint8_t>(piece[i]), base + i, Opens::kUnknown, next_array,
+             item_end);
+    if (v != Verdict::kAllowed) return v;
+  }
+  return Verdict::kAllowed;
+}
+
+}  // namespace strata::grammar
