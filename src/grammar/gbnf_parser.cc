@@ -233,8 +233,16 @@ class Parser {
       unit.rule = group;
     }
     const uint64_t n_optional = max < 0 ? 1 : static_cast<uint64_t>(max) - min;
-    STRATA_RETURN_IF_ERROR(count_items(min + 2 * n_optional));
-    for (uint32_t i = 0; i < min; ++i) seq->push_back(unit);
+    STRATA_RETURN_IF_ERROR(count_items(2 * min + 2 * n_optional));
+    // A character class is copied in place. A rule is not: a copy in the middle of `seq` would
+    // be called with a frame below it, and a token that ends one copy and starts the next would
+    // leave its rule at every copy (uncertain, checked against the stack below at mask time).
+    // Its copies become a chain of rules that each lead with it (the builder inlines a leading
+    // call) and end with a tail call to the next, so the whole repetition is one flat frame.
+    const bool chain = unit.kind == Item::Kind::kRule;
+    if (!chain) {
+      for (uint32_t i = 0; i < min; ++i) seq->push_back(unit);
+    }
     Item ref;
     ref.kind = Item::Kind::kRule;
     for (uint64_t i = 0; i < n_optional; ++i) {
@@ -251,7 +259,16 @@ class Parser {
       grammar_.rules[rule].alternatives = {std::move(body), Sequence{}};
       ref.rule = rule;
     }
-    if (n_optional > 0) seq->push_back(ref);
+    bool have_ref = n_optional > 0;
+    for (uint32_t i = 0; chain && i < min; ++i) {
+      const uint32_t rule = new_rule(owner);
+      Sequence body{unit};
+      if (have_ref) body.push_back(ref);
+      grammar_.rules[rule].alternatives = {std::move(body)};
+      ref.rule = rule;
+      have_ref = true;
+    }
+    if (have_ref) seq->push_back(ref);
     return ok_status();
   }
 

@@ -69,8 +69,8 @@ UniqueItems::Verdict UniqueItems::step(Lexer& lx, uint8_t byte, size_t offset, O
   if (frames.back().kind == Kind::kUnique) {
     Frame& top = frames.back();
     const bool scalar_open = top.item_open && !top.item_done;
-    const bool delimiter = byte == ' ' || byte == '\t' || byte == '\n' || byte == '\r' ||
-                           byte == ',' || byte == ']';
+    const bool delimiter =
+        byte == ' ' || byte == '\t' || byte == '\n' || byte == '\r' || byte == ',' || byte == ']';
     if (delimiter) {
       // A number or literal ends at the first byte that is not part of it.
       if (scalar_open) {
@@ -194,9 +194,8 @@ UniqueItems::Verdict UniqueItems::check(std::string_view piece) {
                                                              : Verdict::kAllowed;
   };
   for (size_t i = 0; i < piece.size(); ++i) {
-    const Verdict v =
-        step(scratch_, static_cast<uint8_t>(piece[i]), base + i, Opens::kUnknown, next_array,
-             item_end);
+    const Verdict v = step(scratch_, static_cast<uint8_t>(piece[i]), base + i, Opens::kUnknown,
+                           next_array, item_end);
     if (v != Verdict::kAllowed) return v;
   }
   return Verdict::kAllowed;

@@ -113,10 +113,11 @@ TEST(UniqueItems, ItemsEqualAsJsonValuesAreRefused) {
 // exactly the tokens accept_token takes, and every finished output must pass the oracle (all
 // arrays of these schemas are unique ones).
 TEST(UniqueItems, MasksAgreeWithAcceptWhileGenerating) {
-  for (const char* schema :
-       {kMixedItems,
-        R"({"type":"array","uniqueItems":true,"items":{"type":"string","maxLength":1}})",
-        R"({"type":"array","uniqueItems":true,"items":{"type":"array","maxItems":2,"uniqueItems":true,
+  for (
+      const char* schema :
+      {kMixedItems,
+       R"({"type":"array","uniqueItems":true,"items":{"type":"string","maxLength":1}})",
+       R"({"type":"array","uniqueItems":true,"items":{"type":"array","maxItems":2,"uniqueItems":true,
              "items":{"type":"array","uniqueItems":true,"items":{"type":"integer"}}}})"}) {
     SCOPED_TRACE(schema);
     auto g = compile_schema(schema);
@@ -135,8 +136,8 @@ TEST(UniqueItems, MasksAgreeWithAcceptWhileGenerating) {
           const bool in_mask = (mask[id / 32] >> (id % 32)) & 1;
           const bool takes = m.accept_token(static_cast<int32_t>(id));
           if (takes) m.rollback(1);
-          ASSERT_EQ(in_mask, takes) << "token '" << json_pieces()->piece(id) << "' after '"
-                                    << text << "'";
+          ASSERT_EQ(in_mask, takes)
+              << "token '" << json_pieces()->piece(id) << "' after '" << text << "'";
           if (in_mask) allowed.push_back(static_cast<int32_t>(id));
         }
         if (allowed.empty()) break;
@@ -189,8 +190,7 @@ TEST(UniqueItems, HandWrittenGbnfRulesOpenUniqueArrays) {
 
   auto bad = parse_gbnf("root ::= unique-array-x\nunique-array-x ::= \"(\" \")\"\n");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("must start every alternative with \"[\""),
-            std::string::npos)
+  EXPECT_NE(bad.error().message.find("must start every alternative with \"[\""), std::string::npos)
       << bad.error().message;
 }
 
