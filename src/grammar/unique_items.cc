@@ -52,7 +52,10 @@ UniqueItems::Verdict UniqueItems::step(Lexer& lx, uint8_t byte, size_t offset, O
     return v;
   };
   if (frames.empty()) {  // outside every unique array only the "[" of one matters
-    if (byte == '[' && opens == Opens::kUnique) open_array();
+    if (byte != '[' || opens == Opens::kPlain) return Verdict::kAllowed;
+    // A piece that closes the last unique array and opens another: the grammar must say.
+    if (opens == Opens::kUnknown) return Verdict::kUnsure;
+    open_array();
     return Verdict::kAllowed;
   }
   if (lx.in_string) {
