@@ -172,16 +172,30 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
   // The words are the mask of memo_state_, which fill_next_token_bitmask just set to `state`
   // and which clears budget_memo_valid_ whenever it computes a mask anew: a valid memo is this
   // state's allowed tokens and their distances.
-  if (!budget_memo_valid_) {
+  // A token of L bytes is taken to move the end at most L bytes plus one choice's jump further
+  // (the assumption of the margin in fill_next_token_bitmask): only longer tokens can reach past
+  // the room, and only they are walked. Inside a string near its end that is a few hundred
+  // tokens, not the whole vocabulary (a walk of 20-50 ms on a 128K vocabulary).
+  const size_t jump = std::min<size_t>(compiled_->grammar().max_choice_jump(), kMaxJumpMargin);
+  const size_t reach = distance(state) + jump;
+  const size_t min_length = room > reach ? room - reach + 1 : 0;
+  if (!budget_memo_valid_ || min_length < budget_memo_min_length_) {
     const TokenVocabulary& vocab = compiled_->vocabulary();
     auto allowed = [&](int32_t id) {
       const auto w = static_cast<size_t>(id >> 5);
       return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
     };
     budget_indices_.clear();
+    budget_short_allowed_ = false;
     for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
-      if (allowed(vocab.sorted_id(k))) budget_indices_.push_back(k);
+      if (!allowed(vocab.sorted_id(k))) continue;
+      if (vocab.sorted_piece(k).size() >= min_length) {
+        budget_indices_.push_back(k);
+      } else {
+        budget_short_allowed_ = true;
+      }
     }
+    budget_memo_min_length_ = min_length;
     budget_distances_.clear();
     const size_t mark = pool_.size();
     walk_strings(
@@ -201,7 +215,9 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
   }
   // When nothing fits the output cannot end in time whatever comes next: leave the mask whole
   // rather than allow nothing.
-  if (too_far_.size() == budget_distances_.size() && !state.can_end) return;
+  if (too_far_.size() == budget_distances_.size() && !budget_short_allowed_ && !state.can_end) {
+    return;
+  }
   for (int32_t id : too_far_) words[static_cast<size_t>(id >> 5)] &= ~(uint32_t{1} << (id & 31));
 }
 

@@ -97,6 +97,8 @@ class GrammarMatcher {
   // shrinks, so the distances are kept and only compared with the room left.
   std::vector<std::pair<int32_t, size_t>> budget_distances_;
   bool budget_memo_valid_ = false;
+  size_t budget_memo_min_length_ = 0;  // the memo holds the allowed tokens at least this long
+  bool budget_short_allowed_ = false;  // and whether shorter ones are allowed (taken to fit)
   static constexpr size_t kMaxLeftoverCache = 1024;
   // Keyed by the top's position and the return signatures of the frames below it.
   // Held here too (cheap to look up, and alive while a mask uses them); the grammar's shared
