@@ -167,46 +167,122 @@ size_t GrammarMatcher::distance(const StackSet& state) const {
   return static_cast<size_t>(best);
 }
 
+// The most a token that stays in the frame of `pos` can leave to write before that frame ends:
+// the largest distance to the frame's end over the (position, frames pushed above it) a parse
+// can reach from `pos` without popping the frame, each pushed frame counted by the min_rest of
+// its return position. Unbounded past kMaxFlatReach such states (calls that recurse with a
+// return, like nested JSON values, grow without end). Strings, their escapes and pattern
+// automata are a few dozen states.
+uint32_t GrammarMatcher::flat_reach(uint32_t pos) {
+  if (auto it = flat_reach_.find(pos); it != flat_reach_.end()) return it->second;
+  const Grammar& g = compiled_->grammar();
+  uint64_t most = 0;
+  bool bounded = true;
+  flat_seen_.clear();
+  flat_work_.clear();
+  const auto visit = [&](uint32_t q, uint64_t extra) {
+    if (extra >= Grammar::kUnbounded || flat_seen_.size() >= kMaxFlatReach) {
+      bounded = false;
+    } else if (flat_seen_.insert(extra << 32 | q).second) {
+      flat_work_.emplace_back(q, static_cast<uint32_t>(extra));
+    }
+  };
+  visit(pos, 0);
+  while (!flat_work_.empty() && bounded) {
+    const auto [q, extra] = flat_work_.back();
+    flat_work_.pop_back();
+    const Element& e = g.element(q);
+    if (e.kind == ElementKind::kBytes) {
+      most = std::max<uint64_t>(most, uint64_t{g.min_rest(q)} + extra);
+      visit(q + 1, extra);
+    } else if (e.kind == ElementKind::kRule) {
+      // A tail call replaces the frame; another call pushes one that returns to q + 1.
+      const bool tail = g.element(q + 1).kind == ElementKind::kEnd;
+      const uint64_t inner = tail ? extra : uint64_t{extra} + g.min_rest(q + 1);
+      for (uint32_t alt : g.rules()[e.value].alternatives) visit(alt, inner);
+      if (!tail && g.rule_min_length(e.value) != Grammar::kUnbounded) visit(q + 1, extra);
+    }
+  }
+  const uint32_t reach =
+      bounded && most < Grammar::kUnbounded ? static_cast<uint32_t>(most) : Grammar::kUnbounded;
+  flat_reach_.emplace(pos, reach);
+  return reach;
+}
+
 void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_t> words,
                                         size_t room) {
-  // The words are the mask of memo_state_, which fill_next_token_bitmask just set to `state`
-  // and which clears budget_memo_valid_ whenever it computes a mask anew: a valid memo is this
-  // state's allowed tokens and their distances.
-  // A token of L bytes is taken to move the end at most L bytes plus one choice's jump further
-  // (the assumption of the margin in fill_next_token_bitmask): only longer tokens can reach past
-  // the room, and only they are walked. Inside a string near its end that is a few hundred
-  // tokens, not the whole vocabulary (a walk of 20-50 ms on a 128K vocabulary).
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  auto allowed = [&](int32_t id) {
+    const auto w = static_cast<size_t>(id >> 5);
+    return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
+  };
+  // Where every top is flat, a token that stays in its frame ends between `below` (what the
+  // frames under the top still need) and below + flat_reach from the end: it fits when that
+  // reach fits the room, and is too far when `below` alone is not. Then only the tokens that
+  // may leave a frame (each top's uncertain ones) are walked: inside a string, the pieces with a
+  // quote, not the vocabulary.
+  enum class Frames { kFit, kFar, kUnknown };
+  Frames frames = state.tops.empty() ? Frames::kUnknown : Frames::kFit;
+  for (size_t i = 0; i < state.tops.size() && frames != Frames::kUnknown; ++i) {
+    const uint32_t top = state.tops[i];
+    uint64_t below = 0;
+    for (uint32_t id = pool_[top].parent; id != kBottom; id = pool_[id].parent) {
+      below += compiled_->grammar().min_rest(pool_[id].pos);
+    }
+    const uint32_t reach = flat_reach(pool_[top].pos);
+    Frames this_top = Frames::kUnknown;
+    if (reach != Grammar::kUnbounded && below + reach <= room) this_top = Frames::kFit;
+    if (reach != Grammar::kUnbounded && below > room) this_top = Frames::kFar;
+    frames = i == 0 || this_top == frames ? this_top : Frames::kUnknown;
+  }
+  if (frames != Frames::kUnknown) {
+    budget_indices_.clear();
+    for (uint32_t top : state.tops) {
+      for (const auto& [leftover, id] : compiled_->tokens_at(pool_[top].pos).uncertain) {
+        if (allowed(id) && vocab.sorted_index(id) != TokenVocabulary::kNotSorted) {
+          budget_indices_.push_back(vocab.sorted_index(id));
+        }
+      }
+    }
+    std::sort(budget_indices_.begin(), budget_indices_.end());
+    budget_indices_.erase(std::unique(budget_indices_.begin(), budget_indices_.end()),
+                          budget_indices_.end());
+    walk_budget_indices(state);
+    budget_memo_valid_ = false;  // a subset, not the memo's
+    if (frames == Frames::kFar) {
+      // Only the walked tokens that fit stay (and end of generation, when allowed).
+      keep_words_.assign(words.size(), 0u);
+      for (const auto& [id, after] : budget_distances_) {
+        if (after <= room) keep_words_[static_cast<size_t>(id >> 5)] |= uint32_t{1} << (id & 31);
+      }
+      bool any = false;
+      for (uint32_t w : keep_words_) any = any || w != 0;
+      if (!any && !state.can_end) return;  // nothing fits: the mask stays whole
+      for (int32_t id : vocab.eog_ids()) {
+        if (allowed(id)) keep_words_[static_cast<size_t>(id >> 5)] |= uint32_t{1} << (id & 31);
+      }
+      std::copy(keep_words_.begin(), keep_words_.end(), words.begin());
+      return;
+    }
+  }
+  // A token of L bytes is otherwise taken to move the end at most L bytes plus one choice's
+  // jump further (the assumption of the margin in fill_next_token_bitmask): only longer tokens
+  // can reach past the room, and only they are walked.
   const size_t jump = std::min<size_t>(compiled_->grammar().max_choice_jump(), kMaxJumpMargin);
   const size_t reach = distance(state) + jump;
   const size_t min_length = room > reach ? room - reach + 1 : 0;
-  if (!budget_memo_valid_ || min_length < budget_memo_min_length_) {
-    const TokenVocabulary& vocab = compiled_->vocabulary();
-    auto allowed = [&](int32_t id) {
-      const auto w = static_cast<size_t>(id >> 5);
-      return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
-    };
+  // The words are the mask of memo_state_, which fill_next_token_bitmask just set to `state`
+  // and which clears budget_memo_valid_ whenever it computes a mask anew: a valid memo is this
+  // state's allowed tokens (those at least budget_memo_min_length_ long) and their distances.
+  if (frames == Frames::kUnknown && (!budget_memo_valid_ || min_length < budget_memo_min_length_)) {
     budget_indices_.clear();
-    budget_short_allowed_ = false;
     for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
-      if (!allowed(vocab.sorted_id(k))) continue;
-      if (vocab.sorted_piece(k).size() >= min_length) {
+      if (vocab.sorted_piece(k).size() >= min_length && allowed(vocab.sorted_id(k))) {
         budget_indices_.push_back(k);
-      } else {
-        budget_short_allowed_ = true;
       }
     }
     budget_memo_min_length_ = min_length;
-    budget_distances_.clear();
-    const size_t mark = pool_.size();
-    walk_strings(
-        budget_indices_, [&](uint32_t k) { return vocab.sorted_piece(k); },
-        vocab.max_piece_length(), advancer_, state, nullptr, walk_scratch_,
-        [&](uint32_t k, bool accepted, size_t) {
-          budget_distances_.emplace_back(
-              vocab.sorted_id(k),
-              accepted ? distance(walk_scratch_.states[vocab.sorted_piece(k).size()]) : SIZE_MAX);
-        });
-    pool_.truncate(mark);
+    walk_budget_indices(state);
     budget_memo_valid_ = true;
   }
   too_far_.clear();
@@ -214,11 +290,28 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
     if (after > room) too_far_.push_back(id);
   }
   // When nothing fits the output cannot end in time whatever comes next: leave the mask whole
-  // rather than allow nothing.
-  if (too_far_.size() == budget_distances_.size() && !budget_short_allowed_ && !state.can_end) {
-    return;
-  }
+  // rather than allow nothing (tokens not walked are taken to fit).
+  size_t n_allowed = 0;
+  for (uint32_t w : words) n_allowed += static_cast<size_t>(__builtin_popcount(w));
+  if (too_far_.size() == n_allowed && !state.can_end) return;
   for (int32_t id : too_far_) words[static_cast<size_t>(id >> 5)] &= ~(uint32_t{1} << (id & 31));
+}
+
+// Each token of budget_indices_ (sorted-vocabulary indices) and the distance to the end after
+// it (SIZE_MAX when the state does not take it), into budget_distances_.
+void GrammarMatcher::walk_budget_indices(const StackSet& state) {
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  budget_distances_.clear();
+  const size_t mark = pool_.size();
+  walk_strings(
+      budget_indices_, [&](uint32_t k) { return vocab.sorted_piece(k); }, vocab.max_piece_length(),
+      advancer_, state, nullptr, walk_scratch_,
+      [&](uint32_t k, bool accepted, size_t) {
+        budget_distances_.emplace_back(
+            vocab.sorted_id(k),
+            accepted ? distance(walk_scratch_.states[vocab.sorted_piece(k).size()]) : SIZE_MAX);
+      });
+  pool_.truncate(mark);
 }
 
 void GrammarMatcher::compute_mask(const StackSet& state, std::span<uint32_t> words) {

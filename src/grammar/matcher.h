@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
@@ -73,6 +74,9 @@ class GrammarMatcher {
   size_t distance(const StackSet& state) const;
   // Clears the allowed tokens after which the grammar needs more than `room` bytes to end.
   void restrict_to_budget(const StackSet& state, std::span<uint32_t> words, size_t room);
+  void walk_budget_indices(const StackSet& state);
+  uint32_t flat_reach(uint32_t pos);
+  static constexpr size_t kMaxFlatReach = 4096;
 
   std::shared_ptr<const CompiledGrammar> compiled_;
   // Only when the grammar has unique-array rules: the items written so far, and its mark after
@@ -98,7 +102,11 @@ class GrammarMatcher {
   std::vector<std::pair<int32_t, size_t>> budget_distances_;
   bool budget_memo_valid_ = false;
   size_t budget_memo_min_length_ = 0;  // the memo holds the allowed tokens at least this long
-  bool budget_short_allowed_ = false;  // and whether shorter ones are allowed (taken to fit)
+  // flat_reach per position, and its search's scratch.
+  std::unordered_map<uint32_t, uint32_t> flat_reach_;
+  std::unordered_set<uint64_t> flat_seen_;
+  std::vector<std::pair<uint32_t, uint32_t>> flat_work_;
+  std::vector<uint32_t> keep_words_;
   static constexpr size_t kMaxLeftoverCache = 1024;
   // Keyed by the top's position and the return signatures of the frames below it.
   // Held here too (cheap to look up, and alive while a mask uses them); the grammar's shared

@@ -26,6 +26,10 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces,
   std::stable_sort(sorted_ids_.begin(), sorted_ids_.end(), [&](int32_t a, int32_t b) {
     return pieces_[a] < pieces_[b];  // std::string compares as unsigned bytes (char_traits)
   });
+  sorted_index_.assign(pieces_.size(), kNotSorted);
+  for (size_t k = 0; k < sorted_ids_.size(); ++k) {
+    sorted_index_[static_cast<size_t>(sorted_ids_[k])] = static_cast<uint32_t>(k);
+  }
   first_byte_begin_.assign(257, 0);
   size_t k = 0;
   for (unsigned b = 0; b < 256; ++b) {

@@ -37,6 +37,9 @@ class TokenVocabulary {
   size_t n_sorted() const { return sorted_ids_.size(); }
   int32_t sorted_id(uint32_t k) const { return sorted_ids_[k]; }
   std::string_view sorted_piece(uint32_t k) const { return pieces_[sorted_ids_[k]]; }
+  // The inverse: the sorted index of a token id (kNotSorted for end and empty pieces).
+  uint32_t sorted_index(int32_t id) const { return sorted_index_[static_cast<size_t>(id)]; }
+  static constexpr uint32_t kNotSorted = UINT32_MAX;
   // Sorted indices [first_byte_begin(b), first_byte_begin(b + 1)) start with byte b.
   uint32_t first_byte_begin(unsigned b) const { return first_byte_begin_[b]; }
   size_t max_piece_length() const { return max_piece_length_; }
@@ -55,6 +58,7 @@ class TokenVocabulary {
   std::vector<int32_t> eog_ids_;
   std::vector<bool> is_eog_;
   std::vector<int32_t> sorted_ids_;
+  std::vector<uint32_t> sorted_index_;
   std::vector<int32_t> ids_with_quote_;
   std::vector<uint32_t> first_byte_begin_;  // 257 entries
   size_t max_piece_length_ = 0;

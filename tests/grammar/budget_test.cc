@@ -103,6 +103,41 @@ TEST(BudgetTest, RepeatedStatesKeepTheirDistances) {
   EXPECT_FALSE(next_item_allowed.back());
 }
 
+// Inside strings (flat frames) only the tokens that may leave the string are walked; the mask
+// must still be exactly the allowed tokens after which the output can end within the room, by
+// feeding each and asking its distance (or, when none fits, the grammar's whole mask).
+TEST(BudgetTest, StringsNearTheEndMatchTheDefinition) {
+  auto schema = json_schema_to_gbnf(
+      R"({"type":"array","minItems":2,"items":{"type":"string","maxLength":5}})");
+  ASSERT_TRUE(schema.ok());
+  auto g = compile_or_die(*schema, walk_vocabulary());
+  ASSERT_NE(g, nullptr);
+  const size_t n_vocab = g->vocabulary().size();
+  for (const char* prefix : {"[\"", "[\"ab", "[\"abcde", "[\"a\",\"", "[\"a\", \"bcd", "[\"\\n"}) {
+    for (size_t budget = 1; budget <= 12; ++budget) {
+      GrammarMatcher m(g);
+      ASSERT_TRUE(m.accept_string(prefix)) << prefix;
+      std::vector<uint32_t> words(g->mask_words()), whole(g->mask_words());
+      m.fill_next_token_bitmask(whole);
+      m.fill_next_token_bitmask(words, budget);
+      std::vector<uint32_t> expected(g->mask_words(), 0u);
+      for (size_t id = 0; id < n_vocab; ++id) {
+        if (!((whole[id / 32] >> (id % 32)) & 1)) continue;
+        const auto token = static_cast<int32_t>(id);
+        bool fits = g->vocabulary().is_eog(token);
+        if (!fits && m.accept_token(token)) {
+          fits = m.distance_to_end() <= budget - 1;
+          m.rollback(1);
+        }
+        if (fits) expected[id / 32] |= 1u << (id % 32);
+      }
+      bool any = false;
+      for (uint32_t w : expected) any = any || w != 0;
+      EXPECT_EQ(words, any ? expected : whole) << prefix << " budget " << budget;
+    }
+  }
+}
+
 TEST(BudgetTest, RandomWalksEndWithinTheirBudget) {
   auto schema = json_schema_to_gbnf(R"({
     "type": "object",
