@@ -24,13 +24,15 @@ class GrammarMatcher {
   explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
 
   // words: ceil(vocab/32) uint32 (more are zeroed), bit (id%32) of word (id/32) = allowed (the
-  // XGrammar layout). End-of-generation tokens are allowed exactly when can_end().
+  // XGrammar layout). End-of-generation tokens are allowed exactly when can_end(). Inside a
+  // unique array, tokens that would end an item equal to an earlier one are not (unique_items.h).
   void fill_next_token_bitmask(std::span<uint32_t> words);
   // The same, for a generation that may take at most `budget` more tokens, this one included:
   // near the end of the budget only tokens after which the grammar can still be completed in
   // the tokens left are allowed (counting one byte per token, which byte-level vocabularies
   // always offer), so an output that runs to its limit still ends as a sentence. The check (a
-  // walk of the allowed tokens) runs once the end is within kBudgetLookahead bytes plus the
+  // walk of the allowed tokens whose fate restrict_to_budget's bounds leave open: in a string,
+  // those that may end it) runs once the end is within kBudgetLookahead bytes plus the
   // grammar's largest choice jump (at most kMaxJumpMargin) of the budget; a token that jumps
   // further in one step (through several choices at once) can still defeat it: it is a guard
   // for the last steps, not a planner.
@@ -75,6 +77,8 @@ class GrammarMatcher {
   // Clears the allowed tokens after which the grammar needs more than `room` bytes to end.
   void restrict_to_budget(const StackSet& state, std::span<uint32_t> words, size_t room);
   void walk_budget_indices(const StackSet& state);
+  // The most a token that stays in the frame of `pos` can leave to write before that frame
+  // ends (Grammar::kUnbounded when the frame can push frames without end).
   uint32_t flat_reach(uint32_t pos);
   static constexpr size_t kMaxFlatReach = 4096;
 
@@ -95,10 +99,11 @@ class GrammarMatcher {
   StackSet below_;
   std::vector<uint32_t> budget_indices_;  // sorted-vocabulary indices of allowed tokens
   std::vector<int32_t> too_far_;
-  // For memo_state_: each allowed token and the distance to the end after it (SIZE_MAX when the
-  // walk rejects it). The walk costs a pass over the allowed tokens (tens of ms inside a string
-  // of a 100K vocabulary); generating inside a string repeats the state while the budget
-  // shrinks, so the distances are kept and only compared with the room left.
+  // Each walked token and the distance to the end after it (SIZE_MAX when the walk rejects it).
+  // A walk of every allowed token costs tens of ms inside a string of a 100K vocabulary:
+  // restrict_to_budget walks only the tokens its bounds leave open, and keeps the result for
+  // memo_state_ (budget_memo_valid_), whose state repeats inside a string while the budget
+  // shrinks.
   std::vector<std::pair<int32_t, size_t>> budget_distances_;
   bool budget_memo_valid_ = false;
   size_t budget_memo_min_length_ = 0;  // the memo holds the allowed tokens at least this long
