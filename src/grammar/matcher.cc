@@ -117,6 +117,61 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words, size_t b
       kBudgetLookahead + std::min<size_t>(compiled_->grammar().max_choice_jump(), kMaxJumpMargin);
   if (distance(state) + margin > room) restrict_to_budget(state, words, room);
   restrict_to_unique_items(words);
+  avoid_forced_duplicates(words);
+}
+
+// A duplicate is refused where it ends; an item the grammar then forces to end that way (a
+// string of fixed length, an enum-like pattern) would leave no token at all. So the tokens that
+// leave a string item a proper prefix of an earlier item are followed along the bytes the
+// grammar forces next, and cleared when those end it as the duplicate.
+void GrammarMatcher::avoid_forced_duplicates(std::span<uint32_t> words) {
+  if (!tracks_unique_ || !unique_.active()) return;
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  const auto allowed = [&](int32_t id) {
+    const auto w = static_cast<size_t>(id >> 5);
+    return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
+  };
+  near_ids_.clear();
+  if (unique_.inside_string()) {
+    near_pieces_.clear();
+    unique_.near_duplicate_pieces(&near_pieces_);
+    for (std::string_view piece : near_pieces_) vocab.find(piece, &near_ids_);
+  } else {
+    for (int32_t id : vocab.ids_with_quote()) {
+      if (allowed(id) &&
+          unique_.check(vocab.piece(id), true) == UniqueItems::Verdict::kNearDuplicate) {
+        near_ids_.push_back(id);
+      }
+    }
+  }
+  for (int32_t id : near_ids_) {
+    if (allowed(id) && forced_into_duplicate(vocab.piece(id))) {
+      words[static_cast<size_t>(id >> 5)] &= ~(uint32_t{1} << (id & 31));
+    }
+  }
+}
+
+bool GrammarMatcher::forced_into_duplicate(std::string_view piece) {
+  const UniqueItems::Mark before = unique_.mark();
+  const size_t pool_mark = pool_.size();
+  bool dead = !advance_bytes(piece, &step_b_);
+  for (size_t i = 0; i < kMaxForcedBytes && !dead && !step_b_.can_end; ++i) {
+    const ByteSet next = advancer_.next_bytes(step_b_);
+    int n = 0, byte = 0;
+    for (int b = 0; b < 256 && n < 2; ++b) {
+      if (next.test(static_cast<uint8_t>(b))) byte = b, ++n;
+    }
+    if (n != 1) break;  // a choice: the item can still become something else
+    const auto b = static_cast<uint8_t>(byte);
+    const UniqueItems::Opens opens =
+        b == '[' ? array_opened_at(step_b_) : UniqueItems::Opens::kPlain;
+    advancer_.advance(step_b_, b, &step_a_);
+    std::swap(step_b_, step_a_);
+    dead = !step_b_.alive() || !unique_.accept(b, opens);
+  }
+  unique_.restore(before);
+  pool_.truncate(pool_mark);
+  return dead;
 }
 
 void GrammarMatcher::restrict_to_unique_items(std::span<uint32_t> words) {

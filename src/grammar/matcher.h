@@ -71,6 +71,11 @@ class GrammarMatcher {
   void fill_grammar_mask(std::span<uint32_t> words);
   // Clears the allowed tokens that would end an item equal to an earlier one of its array.
   void restrict_to_unique_items(std::span<uint32_t> words);
+  // With a budget (the engine's masks): clears the tokens after which the grammar forces an item
+  // into a duplicate, which the plain mask would only refuse when it ends.
+  void avoid_forced_duplicates(std::span<uint32_t> words);
+  bool forced_into_duplicate(std::string_view piece);
+  static constexpr size_t kMaxForcedBytes = 64;
   void compute_mask(const StackSet& state, std::span<uint32_t> words);
   const std::vector<uint8_t>& leftovers_accepted(uint32_t top, const PositionTokens& t);
   size_t distance(const StackSet& state) const;
@@ -88,6 +93,8 @@ class GrammarMatcher {
   bool tracks_unique_ = false;
   UniqueItems unique_;
   std::vector<UniqueItems::Mark> unique_marks_;
+  std::vector<std::string_view> near_pieces_;
+  std::vector<int32_t> near_ids_;
   StackPool pool_;
   Advancer advancer_;
   std::vector<StackSet> history_;  // [0]: start; back(): now

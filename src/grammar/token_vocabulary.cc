@@ -51,6 +51,12 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces,
   }
 }
 
+void TokenVocabulary::find(std::string_view piece, std::vector<int32_t>* ids) const {
+  auto it = std::lower_bound(sorted_ids_.begin(), sorted_ids_.end(), piece,
+                             [&](int32_t id, std::string_view p) { return pieces_[id] < p; });
+  for (; it != sorted_ids_.end() && pieces_[*it] == piece; ++it) ids->push_back(*it);
+}
+
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_pieces(
     std::vector<std::string> pieces, const std::vector<int32_t>& eog_ids) {
   return std::shared_ptr<const TokenVocabulary>(new TokenVocabulary(std::move(pieces), eog_ids));

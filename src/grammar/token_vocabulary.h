@@ -40,6 +40,8 @@ class TokenVocabulary {
   // The inverse: the sorted index of a token id (kNotSorted for end and empty pieces).
   uint32_t sorted_index(int32_t id) const { return sorted_index_[static_cast<size_t>(id)]; }
   static constexpr uint32_t kNotSorted = UINT32_MAX;
+  // The ids whose piece is exactly `piece` (a binary search of the sorted pieces).
+  void find(std::string_view piece, std::vector<int32_t>* ids) const;
   // Sorted indices [first_byte_begin(b), first_byte_begin(b + 1)) start with byte b.
   uint32_t first_byte_begin(unsigned b) const { return first_byte_begin_[b]; }
   size_t max_piece_length() const { return max_piece_length_; }

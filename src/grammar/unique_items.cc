@@ -169,10 +169,27 @@ void UniqueItems::prepare_checks() {
   }
 }
 
-UniqueItems::Verdict UniqueItems::check(std::string_view piece) {
+void UniqueItems::near_duplicate_pieces(std::vector<std::string_view>* pieces) const {
+  if (!open_string_known_ || !open_string_can_repeat_) return;
+  const uint32_t array = now_.frames.back().array;
+  for (const Item& item : items_) {
+    if (item.array != array || item.canonical.size() <= open_string_.size() + 1 ||
+        !item.canonical.starts_with(open_string_)) {
+      continue;
+    }
+    const std::string_view rest =
+        std::string_view(item.canonical)
+            .substr(open_string_.size(), item.canonical.size() - open_string_.size() - 1);
+    for (size_t n = 1; n <= rest.size(); ++n) pieces->push_back(rest.substr(0, n));
+  }
+}
+
+UniqueItems::Verdict UniqueItems::check(std::string_view piece, bool near_duplicates) {
   // An item ends at a quote, a closing bracket or a delimiter; outside a string a leading quote
-  // only opens one. Most pieces hold none of them.
-  const size_t from = !now_.in_string && !piece.empty() && piece[0] == '"' ? 1 : 0;
+  // only opens one (which matters only when asked about near duplicates). Most pieces hold none
+  // of them.
+  const size_t from =
+      !now_.in_string && !near_duplicates && !piece.empty() && piece[0] == '"' ? 1 : 0;
   if (piece.find_first_of("\"]},\t\n\r ", from) == std::string_view::npos) {
     return Verdict::kAllowed;
   }
@@ -206,6 +223,26 @@ UniqueItems::Verdict UniqueItems::check(std::string_view piece) {
     const Verdict v = step(scratch_, static_cast<uint8_t>(piece[i]), base + i, Opens::kUnknown,
                            next_array, item_end);
     if (v != Verdict::kAllowed) return v;
+  }
+  if (!near_duplicates || !scratch_.in_string || scratch_.frames.empty()) return Verdict::kAllowed;
+  // The piece leaves a string item open: is what it has written so far the start of an earlier
+  // item (canonical forms, which agree with the raw text when it has no escape)?
+  const Frame& top = scratch_.frames.back();
+  if (top.kind != Kind::kUnique || !top.item_open || top.item_done || top.array >= n_arrays_) {
+    return Verdict::kAllowed;
+  }
+  candidate_.clear();
+  if (top.item_start < base) {
+    candidate_.append(text_, top.item_start).append(piece);
+  } else {
+    candidate_.append(piece.substr(top.item_start - base));
+  }
+  if (candidate_.find('\\') != std::string::npos) return Verdict::kAllowed;
+  for (const Item& item : items_) {
+    if (item.array == top.array && item.canonical.size() > candidate_.size() &&
+        item.canonical.starts_with(candidate_)) {
+      return Verdict::kNearDuplicate;
+    }
   }
   return Verdict::kAllowed;
 }

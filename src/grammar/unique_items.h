@@ -11,9 +11,12 @@
 //
 // The lexer trusts the grammar: it only ever sees bytes the parse stacks accepted, which inside
 // a unique array are JSON. Limits, both rare in real schemas:
-// - the duplicate is refused when it ends, not before: an item whose grammar leaves no other way
-//   on (a closed object whose last value is fixed) dead-ends, and the request fails with the
-//   sampler's "every token is banned" error instead of writing a duplicate;
+// - the duplicate is refused when it ends. Where the grammar forces a string item to end that
+//   way, the matcher's budget-aware mask refuses the token that commits to it
+//   (GrammarMatcher::avoid_forced_duplicates); a choice that leads only to duplicates further
+//   on, or a non-string item with no other way on (a closed object whose last value is fixed),
+//   still dead-ends, and the request fails with the sampler's "every token is banned" error
+//   instead of writing a duplicate;
 // - a "[" that some parse stacks read as a unique array and others as a plain one (anyOf of two
 //   array shapes) is read as a plain one.
 #pragma once
@@ -47,7 +50,9 @@ class UniqueItems {
   // What the parse stacks say a "[" opens (kUnknown: not asked, when checking a token's bytes
   // ahead of the grammar).
   enum class Opens : uint8_t { kPlain, kUnique, kUnknown };
-  enum class Verdict : uint8_t { kAllowed, kDuplicate, kUnsure };
+  // kNearDuplicate (from check(..., true) only): allowed, but it leaves a string item open as
+  // a proper prefix of an earlier item, which the grammar may force it to finish.
+  enum class Verdict : uint8_t { kAllowed, kDuplicate, kUnsure, kNearDuplicate };
 
   // Inside at least one unique array: the bytes matter.
   bool active() const { return !now_.frames.empty(); }
@@ -72,7 +77,10 @@ class UniqueItems {
   // Whether `piece`, accepted next, would end a duplicate item. kUnsure where the answer needs
   // the parse stacks (an array the piece opens and fills itself) or a second item the piece
   // ends: the caller then runs the piece through the grammar and accept().
-  Verdict check(std::string_view piece);
+  Verdict check(std::string_view piece, bool near_duplicates = false);
+  // Inside a string item: the pieces that, written next, keep it a proper prefix of an earlier
+  // item (each a prefix of what that item still has to write), appended to `pieces`.
+  void near_duplicate_pieces(std::vector<std::string_view>* pieces) const;
 
  private:
   struct Item {

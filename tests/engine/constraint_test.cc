@@ -256,6 +256,32 @@ TEST(ConstraintTest, SchemaConstrainedOutputsHaveTheRequiredShape) {
   }
 }
 
+// uniqueItems over strings is kept by the matcher, not the grammar: sampled arrays of
+// one-character strings, where the model would repeat itself, still hold distinct items.
+TEST(ConstraintTest, UniqueItemsStayDistinctWhileSampling) {
+  std::unique_ptr<Engine> engine = make_engine();
+  ASSERT_TRUE(engine);
+  const char* schema = R"({"type": "array", "uniqueItems": true, "minItems": 6, "maxItems": 10,
+      "items": {"type": "string", "minLength": 1, "maxLength": 1, "pattern": "^[a-z]$"}})";
+  int checked = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    GenerationRequest r = request(*engine, "Tom and", 1.0f, seed);
+    r.constraint.kind = ConstraintKind::kJsonSchema;
+    r.constraint.text = schema;
+    const Output out = generate(*engine, r);
+    ASSERT_TRUE(out.error.empty()) << out.error;
+    if (out.finish == FinishReason::kLength) continue;
+    const nlohmann::json j = nlohmann::json::parse(out.text, nullptr, false);
+    ASSERT_TRUE(j.is_array()) << out.text;
+    EXPECT_GE(j.size(), 6u) << out.text;
+    for (size_t a = 0; a < j.size(); ++a) {
+      for (size_t b = a + 1; b < j.size(); ++b) EXPECT_NE(j[a], j[b]) << out.text;
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 // The attack on the server: a schema nested 20,000 deep crashed compilation (a recursive walk
 // overflowed the stack), and 100,000 properties compiled for minutes whatever the request's
 // timeout. Both now end in errors; a budget stops compilation and leaves the cache usable.

@@ -176,6 +176,45 @@ TEST(UniqueItems, RollbackForgetsTheItemsItUndoes) {
   EXPECT_TRUE(m.accept_string("\"a\"]"));
 }
 
+// A string the grammar must end right away (one character here) cannot dodge a duplicate once
+// it has written the character: the engine's mask (the one with a budget) refuses the character
+// already, the plain one only the closing quote, which would leave nothing to sample.
+TEST(UniqueItems, ItemsTheGrammarWouldForceIntoADuplicateAreRefusedEarly) {
+  auto g = compile_schema(
+      R"({"type":"array","uniqueItems":true,"items":{"type":"string","pattern":"^[a1]$"}})");
+  ASSERT_TRUE(g);
+  const auto id_of = [&](std::string_view piece) {
+    std::vector<int32_t> ids;
+    json_pieces()->find(piece, &ids);
+    return ids.empty() ? -1 : ids[0];
+  };
+  const auto in = [](const std::vector<uint32_t>& mask, int32_t id) {
+    return ((mask[static_cast<size_t>(id) / 32] >> (id % 32)) & 1) != 0;
+  };
+  const size_t words = (json_pieces()->size() + 31) / 32;
+  for (const char* prefix : {"[\"a\",\"", "[\"a\","}) {
+    SCOPED_TRACE(prefix);
+    GrammarMatcher m(g);
+    ASSERT_TRUE(m.accept_string(prefix));
+    std::vector<uint32_t> plain(words), engine(words);
+    m.fill_next_token_bitmask(plain);
+    m.fill_next_token_bitmask(engine, 100);
+    const bool in_string = std::string_view(prefix).ends_with("\"");
+    for (const char* piece : {"a", "\"a", " \"a", "\"a\""}) {
+      const int32_t id = id_of(piece);
+      ASSERT_GE(id, 0) << piece;
+      if (std::string_view(piece).ends_with("\"a\"") || in_string != (piece[0] == 'a')) continue;
+      EXPECT_TRUE(in(plain, id)) << piece;
+      EXPECT_FALSE(in(engine, id)) << piece;
+    }
+    for (const char* piece : {"1", "\"1", " \"1"}) {
+      const int32_t id = id_of(piece);
+      if (in_string != (piece[0] == '1')) continue;
+      EXPECT_TRUE(in(engine, id)) << piece;
+    }
+  }
+}
+
 TEST(UniqueItems, HandWrittenGbnfRulesOpenUniqueArrays) {
   auto grammar = parse_gbnf(
       "root ::= unique-array-tags\n"
