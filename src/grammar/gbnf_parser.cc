@@ -233,13 +233,13 @@ class Parser {
       unit.rule = group;
     }
     const uint64_t n_optional = max < 0 ? 1 : static_cast<uint64_t>(max) - min;
-    STRATA_RETURN_IF_ERROR(count_items(2 * min + 2 * n_optional));
     // A character class is copied in place. A rule is not: a copy in the middle of `seq` would
     // be called with a frame below it, and a token that ends one copy and starts the next would
     // leave its rule at every copy (uncertain, checked against the stack below at mask time).
     // Its copies become a chain of rules that each lead with it (the builder inlines a leading
     // call) and end with a tail call to the next, so the whole repetition is one flat frame.
     const bool chain = unit.kind == Item::Kind::kRule;
+    STRATA_RETURN_IF_ERROR(count_items((chain ? 2 : 1) * uint64_t{min} + 2 * n_optional));
     if (!chain) {
       for (uint32_t i = 0; i < min; ++i) seq->push_back(unit);
     }

@@ -6,6 +6,39 @@
 #include "grammar/token_walk.h"
 
 namespace strata::grammar {
+namespace {
+
+// Bit `id` of a mask in the XGrammar layout (ids past the words read as not allowed).
+bool is_allowed(std::span<const uint32_t> words, int32_t id) {
+  const auto w = static_cast<size_t>(id >> 5);
+  return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
+}
+void allow(std::span<uint32_t> words, int32_t id) {
+  if (static_cast<size_t>(id >> 5) < words.size()) words[id >> 5] |= uint32_t{1} << (id & 31);
+}
+void disallow(std::span<uint32_t> words, int32_t id) {
+  words[static_cast<size_t>(id >> 5)] &= ~(uint32_t{1} << (id & 31));
+}
+
+}  // namespace
+
+// Bytes run through the grammar and the unique-items lexer only to see where they lead: both
+// are put back as they were when the trial ends.
+class GrammarMatcher::Trial {
+ public:
+  explicit Trial(GrammarMatcher& m) : m_(m), unique_(m.unique_.mark()), pool_(m.pool_.size()) {}
+  ~Trial() {
+    m_.unique_.restore(unique_);
+    m_.pool_.truncate(pool_);
+  }
+  Trial(const Trial&) = delete;
+  Trial& operator=(const Trial&) = delete;
+
+ private:
+  GrammarMatcher& m_;
+  UniqueItems::Mark unique_;
+  size_t pool_;
+};
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
     : compiled_(std::move(grammar)), advancer_(compiled_->grammar(), &pool_) {
@@ -89,7 +122,7 @@ void GrammarMatcher::rollback(size_t n_tokens) {
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
   fill_grammar_mask(words);
-  restrict_to_unique_items(words);
+  restrict_to_unique_items(words, /*avoid_forced=*/false);
 }
 
 void GrammarMatcher::fill_grammar_mask(std::span<uint32_t> words) {
@@ -116,8 +149,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words, size_t b
   const size_t margin =
       kBudgetLookahead + std::min<size_t>(compiled_->grammar().max_choice_jump(), kMaxJumpMargin);
   if (distance(state) + margin > room) restrict_to_budget(state, words, room);
-  restrict_to_unique_items(words);
-  avoid_forced_duplicates(words);
+  restrict_to_unique_items(words, /*avoid_forced=*/true);
 }
 
 // A duplicate is refused where it ends; an item the grammar then forces to end that way (a
@@ -125,12 +157,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words, size_t b
 // leave a string item a proper prefix of an earlier item are followed along the bytes the
 // grammar forces next, and cleared when those end it as the duplicate.
 void GrammarMatcher::avoid_forced_duplicates(std::span<uint32_t> words) {
-  if (!tracks_unique_ || !unique_.active()) return;
   const TokenVocabulary& vocab = compiled_->vocabulary();
-  const auto allowed = [&](int32_t id) {
-    const auto w = static_cast<size_t>(id >> 5);
-    return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
-  };
   near_ids_.clear();
   if (unique_.inside_string()) {
     near_pieces_.clear();
@@ -138,72 +165,63 @@ void GrammarMatcher::avoid_forced_duplicates(std::span<uint32_t> words) {
     for (std::string_view piece : near_pieces_) vocab.find(piece, &near_ids_);
   } else {
     for (int32_t id : vocab.ids_with_quote()) {
-      if (allowed(id) &&
+      if (is_allowed(words, id) &&
           unique_.check(vocab.piece(id), true) == UniqueItems::Verdict::kNearDuplicate) {
         near_ids_.push_back(id);
       }
     }
   }
   for (int32_t id : near_ids_) {
-    if (allowed(id) && forced_into_duplicate(vocab.piece(id))) {
-      words[static_cast<size_t>(id >> 5)] &= ~(uint32_t{1} << (id & 31));
-    }
+    if (is_allowed(words, id) && forced_into_duplicate(vocab.piece(id))) disallow(words, id);
   }
 }
 
 bool GrammarMatcher::forced_into_duplicate(std::string_view piece) {
-  const UniqueItems::Mark before = unique_.mark();
-  const size_t pool_mark = pool_.size();
-  bool dead = !advance_bytes(piece, &step_b_);
-  for (size_t i = 0; i < kMaxForcedBytes && !dead && !step_b_.can_end; ++i) {
+  const Trial trial(*this);
+  if (!advance_bytes(piece, &step_b_)) return true;
+  for (size_t i = 0; i < kMaxForcedBytes && !step_b_.can_end; ++i) {
     const ByteSet next = advancer_.next_bytes(step_b_);
     int n = 0, byte = 0;
     for (int b = 0; b < 256 && n < 2; ++b) {
       if (next.test(static_cast<uint8_t>(b))) byte = b, ++n;
     }
-    if (n != 1) break;  // a choice: the item can still become something else
+    if (n != 1) return false;  // a choice: the item can still become something else
     const auto b = static_cast<uint8_t>(byte);
     const UniqueItems::Opens opens =
         b == '[' ? array_opened_at(step_b_) : UniqueItems::Opens::kPlain;
     advancer_.advance(step_b_, b, &step_a_);
     std::swap(step_b_, step_a_);
-    dead = !step_b_.alive() || !unique_.accept(b, opens);
+    if (!step_b_.alive() || !unique_.accept(b, opens)) return true;
   }
-  unique_.restore(before);
-  pool_.truncate(pool_mark);
-  return dead;
+  return false;
 }
 
-void GrammarMatcher::restrict_to_unique_items(std::span<uint32_t> words) {
+void GrammarMatcher::restrict_to_unique_items(std::span<uint32_t> words, bool avoid_forced) {
   if (!tracks_unique_ || !unique_.active()) return;
   const TokenVocabulary& vocab = compiled_->vocabulary();
   unique_.prepare_checks();
   const auto check = [&](int32_t id) {
-    const auto w = static_cast<size_t>(id >> 5);
-    const uint32_t bit = uint32_t{1} << (id & 31);
-    if (w >= words.size() || (words[w] & bit) == 0 || vocab.is_eog(id)) return;
+    if (!is_allowed(words, id) || vocab.is_eog(id)) return;
     UniqueItems::Verdict v = unique_.check(vocab.piece(id));
     if (v == UniqueItems::Verdict::kUnsure) {
       // The piece opens an array itself or ends two items: ask the grammar byte by byte.
-      const UniqueItems::Mark before = unique_.mark();
-      const size_t pool_mark = pool_.size();
-      const bool ok = advance_bytes(vocab.piece(id), &step_b_);
-      unique_.restore(before);
-      pool_.truncate(pool_mark);
-      v = ok ? UniqueItems::Verdict::kAllowed : UniqueItems::Verdict::kDuplicate;
+      const Trial trial(*this);
+      v = advance_bytes(vocab.piece(id), &step_b_) ? UniqueItems::Verdict::kAllowed
+                                                   : UniqueItems::Verdict::kDuplicate;
     }
-    if (v == UniqueItems::Verdict::kDuplicate) words[w] &= ~bit;
+    if (v == UniqueItems::Verdict::kDuplicate) disallow(words, id);
   };
   if (unique_.inside_string()) {
     // Inside a string only a quote can end anything.
     for (int32_t id : vocab.ids_with_quote()) check(id);
-    return;
-  }
-  for (size_t w = 0; w < words.size(); ++w) {
-    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
-      check(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits))));
+  } else {
+    for (size_t w = 0; w < words.size(); ++w) {
+      for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+        check(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits))));
+      }
     }
   }
+  if (avoid_forced) avoid_forced_duplicates(words);
 }
 
 // Shortest completion of a state: for each stack, the rest of every frame's alternative (the
@@ -267,10 +285,7 @@ uint32_t GrammarMatcher::flat_reach(uint32_t pos) {
 void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_t> words,
                                         size_t room) {
   const TokenVocabulary& vocab = compiled_->vocabulary();
-  auto allowed = [&](int32_t id) {
-    const auto w = static_cast<size_t>(id >> 5);
-    return w < words.size() && ((words[w] >> (id & 31)) & 1) != 0;
-  };
+  const auto allowed = [&](int32_t id) { return is_allowed(words, id); };
   // Where every top is flat, a token that stays in its frame ends between `below` (what the
   // frames under the top still need) and below + flat_reach from the end: it fits when that
   // reach fits the room, and is too far when `below` alone is not. Then only the tokens that
@@ -308,13 +323,13 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
       // Only the walked tokens that fit stay (and end of generation, when allowed).
       keep_words_.assign(words.size(), 0u);
       for (const auto& [id, after] : budget_distances_) {
-        if (after <= room) keep_words_[static_cast<size_t>(id >> 5)] |= uint32_t{1} << (id & 31);
+        if (after <= room) allow(keep_words_, id);
       }
       bool any = false;
       for (uint32_t w : keep_words_) any = any || w != 0;
       if (!any && !state.can_end) return;  // nothing fits: the mask stays whole
       for (int32_t id : vocab.eog_ids()) {
-        if (allowed(id)) keep_words_[static_cast<size_t>(id >> 5)] |= uint32_t{1} << (id & 31);
+        if (allowed(id)) allow(keep_words_, id);
       }
       std::copy(keep_words_.begin(), keep_words_.end(), words.begin());
       return;
@@ -349,7 +364,7 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
   size_t n_allowed = 0;
   for (uint32_t w : words) n_allowed += static_cast<size_t>(__builtin_popcount(w));
   if (too_far_.size() == n_allowed && !state.can_end) return;
-  for (int32_t id : too_far_) words[static_cast<size_t>(id >> 5)] &= ~(uint32_t{1} << (id & 31));
+  for (int32_t id : too_far_) disallow(words, id);
 }
 
 // Each token of budget_indices_ (sorted-vocabulary indices) and the distance to the end after
@@ -372,9 +387,7 @@ void GrammarMatcher::walk_budget_indices(const StackSet& state) {
 void GrammarMatcher::compute_mask(const StackSet& state, std::span<uint32_t> words) {
   const TokenVocabulary& vocab = compiled_->vocabulary();
   std::fill(words.begin(), words.end(), 0u);
-  auto set_bit = [&](int32_t id) {
-    if (static_cast<size_t>(id >> 5) < words.size()) words[id >> 5] |= uint32_t{1} << (id & 31);
-  };
+  const auto set_bit = [&](int32_t id) { allow(words, id); };
   positions_.clear();
   for (uint32_t top : state.tops) positions_.push_back(pool_[top].pos);
   std::sort(positions_.begin(), positions_.end());

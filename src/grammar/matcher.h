@@ -63,16 +63,17 @@ class GrammarMatcher {
   std::string expected_bytes() const;
 
  private:
+  class Trial;
   bool advance_bytes(std::string_view bytes, StackSet* out);
   void push_state(const StackSet& state);
   // What the stacks of `state` read the next "[" as (unique_items.h).
   UniqueItems::Opens array_opened_at(const StackSet& state) const;
   // The grammar's mask for the state now (memoized).
   void fill_grammar_mask(std::span<uint32_t> words);
-  // Clears the allowed tokens that would end an item equal to an earlier one of its array.
-  void restrict_to_unique_items(std::span<uint32_t> words);
-  // With a budget (the engine's masks): clears the tokens after which the grammar forces an item
-  // into a duplicate, which the plain mask would only refuse when it ends.
+  // Clears the allowed tokens that would end an item equal to an earlier one of its array; with
+  // `avoid_forced` (the engine's masks, those with a budget) also those after which the
+  // grammar forces an item into a duplicate, which the plain mask refuses only where it ends.
+  void restrict_to_unique_items(std::span<uint32_t> words, bool avoid_forced);
   void avoid_forced_duplicates(std::span<uint32_t> words);
   bool forced_into_duplicate(std::string_view piece);
   static constexpr size_t kMaxForcedBytes = 64;
@@ -104,7 +105,7 @@ class GrammarMatcher {
   TokenWalkScratch walk_scratch_;
   std::vector<uint32_t> positions_;
   StackSet below_;
-  std::vector<uint32_t> budget_indices_;  // sorted-vocabulary indices of allowed tokens
+  std::vector<uint32_t> budget_indices_;  // sorted-vocabulary indices of the tokens to walk
   std::vector<int32_t> too_far_;
   // Each walked token and the distance to the end after it (SIZE_MAX when the walk rejects it).
   // A walk of every allowed token costs tens of ms inside a string of a 100K vocabulary:

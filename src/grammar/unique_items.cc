@@ -121,6 +121,26 @@ bool UniqueItems::is_duplicate(uint32_t array, const std::string& canonical) con
   return false;
 }
 
+bool UniqueItems::extends_to_an_item(uint32_t array, std::string_view prefix) const {
+  for (const Item& item : items_) {
+    if (item.array == array && item.canonical.size() > prefix.size() &&
+        item.canonical.starts_with(prefix)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void UniqueItems::item_text(size_t start, std::string_view piece, size_t end) {
+  const size_t base = text_.size();
+  candidate_.clear();
+  if (start < base) {
+    candidate_.append(text_, start).append(piece.substr(0, end - base));
+  } else {
+    candidate_.append(piece.substr(start - base, end - start));
+  }
+}
+
 bool UniqueItems::accept(uint8_t byte, Opens opens) {
   if (!active() && !(byte == '[' && opens == Opens::kUnique)) return true;
   const size_t offset = text_.size();
@@ -160,13 +180,7 @@ void UniqueItems::prepare_checks() {
   open_string_ = so_far.dump(-1, ' ', false, Json::error_handler_t::replace);
   open_string_.pop_back();
   open_string_known_ = true;
-  open_string_can_repeat_ = false;
-  for (const Item& item : items_) {
-    if (item.array == top.array && item.canonical.starts_with(open_string_)) {
-      open_string_can_repeat_ = true;
-      break;
-    }
-  }
+  open_string_can_repeat_ = extends_to_an_item(top.array, open_string_);
 }
 
 void UniqueItems::near_duplicate_pieces(std::vector<std::string_view>* pieces) const {
@@ -210,12 +224,7 @@ UniqueItems::Verdict UniqueItems::check(std::string_view piece, bool near_duplic
         return is_duplicate(f.array, candidate_) ? Verdict::kDuplicate : Verdict::kAllowed;
       }
     }
-    candidate_.clear();
-    if (f.item_start < base) {
-      candidate_.append(text_, f.item_start).append(written);
-    } else {
-      candidate_.append(piece.substr(f.item_start - base, end - f.item_start));
-    }
+    item_text(f.item_start, piece, end);
     return is_duplicate(f.array, canonical_json(candidate_)) ? Verdict::kDuplicate
                                                              : Verdict::kAllowed;
   };
@@ -231,20 +240,9 @@ UniqueItems::Verdict UniqueItems::check(std::string_view piece, bool near_duplic
   if (top.kind != Kind::kUnique || !top.item_open || top.item_done || top.array >= n_arrays_) {
     return Verdict::kAllowed;
   }
-  candidate_.clear();
-  if (top.item_start < base) {
-    candidate_.append(text_, top.item_start).append(piece);
-  } else {
-    candidate_.append(piece.substr(top.item_start - base));
-  }
+  item_text(top.item_start, piece, base + piece.size());
   if (candidate_.find('\\') != std::string::npos) return Verdict::kAllowed;
-  for (const Item& item : items_) {
-    if (item.array == top.array && item.canonical.size() > candidate_.size() &&
-        item.canonical.starts_with(candidate_)) {
-      return Verdict::kNearDuplicate;
-    }
-  }
-  return Verdict::kAllowed;
+  return extends_to_an_item(top.array, candidate_) ? Verdict::kNearDuplicate : Verdict::kAllowed;
 }
 
 }  // namespace strata::grammar

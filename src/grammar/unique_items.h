@@ -94,6 +94,11 @@ class UniqueItems {
   Verdict step(Lexer& lx, uint8_t byte, size_t offset, Opens opens, uint32_t& next_array,
                ItemEnd&& item_end);
   bool is_duplicate(uint32_t array, const std::string& canonical) const;
+  // Whether `prefix` (a canonical form so far) is a proper prefix of an item of `array`.
+  bool extends_to_an_item(uint32_t array, std::string_view prefix) const;
+  // Into candidate_: the item's bytes from `start` to `end`, offsets in text_ followed by a
+  // piece being checked.
+  void item_text(size_t start, std::string_view piece, size_t end);
 
   Lexer now_;
   std::string text_;  // every byte accepted while active(): item offsets index it

@@ -13,17 +13,8 @@ namespace {
 // Pieces: every string of 1..3 bytes over {a, b, c, \xC3, \xA9} (so "é" = C3 A9 arrives whole
 // or split), an empty (special) token and an end-of-generation token.
 std::shared_ptr<const TokenVocabulary> small_vocabulary() {
-  const std::string alphabet = "abc\xC3\xA9";
   std::vector<std::string> pieces{""};
-  std::vector<std::string> level{""};
-  for (int len = 1; len <= 3; ++len) {
-    std::vector<std::string> next;
-    for (const auto& s : level) {
-      for (char c : alphabet) next.push_back(s + c);
-    }
-    pieces.insert(pieces.end(), next.begin(), next.end());
-    level = std::move(next);
-  }
+  for (std::string& s : testing::all_strings("abc\xC3\xA9", 3)) pieces.push_back(std::move(s));
   pieces.push_back("</s>");  // end of generation; its text never reaches the grammar
   const auto eog = static_cast<int32_t>(pieces.size() - 1);
   return TokenVocabulary::from_pieces(std::move(pieces), {eog});

@@ -68,6 +68,22 @@ inline std::shared_ptr<const TokenVocabulary> byte_vocabulary() {
   return TokenVocabulary::from_pieces(std::move(pieces), {256});
 }
 
+// Every string of 1..max_length bytes over `alphabet`, shortest first: pieces that split and
+// join whatever the alphabet's grammars are made of.
+inline std::vector<std::string> all_strings(std::string_view alphabet, int max_length) {
+  std::vector<std::string> out;
+  std::vector<std::string> level{""};
+  for (int len = 1; len <= max_length; ++len) {
+    std::vector<std::string> next;
+    for (const auto& s : level) {
+      for (char c : alphabet) next.push_back(s + c);
+    }
+    out.insert(out.end(), next.begin(), next.end());
+    level = std::move(next);
+  }
+  return out;
+}
+
 inline std::shared_ptr<const CompiledGrammar> compile_or_die(
     std::string_view gbnf, std::shared_ptr<const TokenVocabulary> vocab) {
   auto grammar = parse_gbnf(gbnf);

@@ -14,6 +14,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "grammar/token_vocabulary.h"
+#include "test_grammars.h"
 
 namespace strata::grammar {
 namespace {
@@ -24,17 +25,7 @@ using Json = nlohmann::json;
 // end items in every way: `"]`, `1,`, `[1,1`, `},{`...
 std::shared_ptr<const TokenVocabulary> json_pieces() {
   static const auto vocabulary = [] {
-    const std::string alphabet = "[]{}\",:1a.\\ ";
-    std::vector<std::string> pieces;
-    std::vector<std::string> level{""};
-    for (int len = 1; len <= 3; ++len) {
-      std::vector<std::string> next;
-      for (const auto& s : level) {
-        for (char c : alphabet) next.push_back(s + c);
-      }
-      pieces.insert(pieces.end(), next.begin(), next.end());
-      level = std::move(next);
-    }
+    std::vector<std::string> pieces = testing::all_strings("[]{}\",:1a.\\ ", 3);
     pieces.push_back("</s>");
     const auto eog = static_cast<int32_t>(pieces.size() - 1);
     return TokenVocabulary::from_pieces(std::move(pieces), {eog});
@@ -54,10 +45,7 @@ std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema)
   return compiled.ok() ? *compiled : nullptr;
 }
 
-bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
-  GrammarMatcher m(g);
-  return m.accept_string(text) && m.can_end();
-}
+using testing::accepts;
 
 // The oracle: every array of the instance holds pairwise unequal items (nlohmann's == compares
 // numbers by value and objects without order).
