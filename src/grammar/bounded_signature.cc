@@ -1,7 +1,9 @@
 #include "grammar/bounded_signature.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <map>
 
 namespace strata::grammar {
 namespace {
@@ -32,11 +34,32 @@ size_t BoundedSignatures::VectorHash::operator()(const std::vector<uint32_t>& v)
   return static_cast<size_t>(h);
 }
 
-BoundedSignatures::BoundedSignatures(const Grammar& grammar, int max_depth)
+ByteSet BoundedSignatures::all_bytes() {
+  ByteSet all;
+  all.bits.fill(~uint64_t{0});
+  return all;
+}
+
+BoundedSignatures::BoundedSignatures(const Grammar& grammar, int max_depth, const ByteSet& alphabet)
     : grammar_(grammar),
       max_depth_(max_depth),
+      restricted_set_(grammar.n_byte_sets()),
       position_memo_(grammar.elements().size()),
-      rule_memo_(grammar.rules().size()) {}
+      rule_memo_(grammar.rules().size()) {
+  // Sets with the same intersection share an id; over every byte that is the set's own id.
+  const bool every_byte = alphabet.bits == all_bytes().bits;
+  std::map<std::array<uint64_t, 4>, uint32_t> ids;
+  for (uint32_t set = 0; set < restricted_set_.size(); ++set) {
+    std::array<uint64_t, 4> bits = grammar.byte_set(set).bits;
+    for (int w = 0; w < 4; ++w) bits[w] &= alphabet.bits[w];
+    if (bits == std::array<uint64_t, 4>{}) {
+      restricted_set_[set] = kEmptySet;
+    } else {
+      restricted_set_[set] =
+          every_byte ? set : ids.emplace(bits, static_cast<uint32_t>(ids.size())).first->second;
+    }
+  }
+}
 
 uint32_t BoundedSignatures::intern(std::vector<uint32_t> structure) {
   const auto [it, inserted] = ids_.emplace(std::move(structure), next_id_);
@@ -92,7 +115,8 @@ uint32_t BoundedSignatures::position(uint32_t pos, int depth) {
   } else {
     ++recursion_;
     if (e.kind == ElementKind::kBytes) {
-      id = intern3(kBytesTag, e.value, position(pos + 1, depth - 1));
+      const uint32_t set = restricted_set(e.value);
+      id = intern3(kBytesTag, set, set == kEmptySet ? kNone : position(pos + 1, depth - 1));
     } else {
       const uint32_t min_length = grammar_.rule_min_length(e.value);
       const int rest_depth =
@@ -133,6 +157,21 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
   }
   memo = id;
   return id;
+}
+
+TokenSignatures::TokenSignatures(const Grammar& grammar, int short_depth, int max_depth,
+                                 const ByteSet& long_alphabet)
+    : short_depth_(short_depth),
+      short_(grammar, std::min(short_depth, max_depth)),
+      long_(grammar, max_depth, long_alphabet) {}
+
+uint32_t TokenSignatures::position(uint32_t pos, int depth) {
+  const uint32_t short_id = short_.position(pos, std::min(depth, short_depth_));
+  const uint32_t long_id = depth > short_depth_ ? long_.position(pos, depth) : kNone;
+  // Ids from 1: 0 stays free for callers that mean "none".
+  return pairs_
+      .emplace(uint64_t{short_id} << 32 | long_id, static_cast<uint32_t>(pairs_.size() + 1))
+      .first->second;
 }
 
 }  // namespace strata::grammar

@@ -12,6 +12,13 @@
 //   rule_sig(r, d) =  the set of sig(alternative start, d); a set of one is its element
 // Using d - min_length(r) for what follows a rule overstates the bytes left there, which only
 // makes ids finer, never wrongly equal.
+//
+// Signatures may be taken over an alphabet A: they then say what a position does to the strings
+// over A only, and a byte set reads as its intersection with A (an empty one sees nothing
+// further). The few tokens longer than 32 bytes (runs of '-', '=', ' ' and some CJK phrases)
+// need signatures 128 bytes deep; over their own few bytes, a string's other alternatives
+// (escapes, most UTF-8 lead bytes) drop out of the signature at once instead of being unrolled
+// to that depth.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +31,9 @@ namespace strata::grammar {
 
 class BoundedSignatures {
  public:
-  // Depths asked for are at most max_depth.
-  BoundedSignatures(const Grammar& grammar, int max_depth);
+  // Depths asked for are at most max_depth; signatures over `alphabet` (every byte by default).
+  BoundedSignatures(const Grammar& grammar, int max_depth, const ByteSet& alphabet = all_bytes());
+  static ByteSet all_bytes();
   uint32_t position(uint32_t pos, int depth);
 
  private:
@@ -49,6 +57,9 @@ class BoundedSignatures {
     int shift_ = 64;  // slot = hash >> shift_ (64 - log2 of the capacity)
   };
   uint32_t rule(uint32_t rule, int depth);
+  // Per byte-set id: the id of its intersection with the alphabet (kEmptySet when empty).
+  uint32_t restricted_set(uint32_t set) const { return restricted_set_[set]; }
+  static constexpr uint32_t kEmptySet = UINT32_MAX;
   uint32_t intern(std::vector<uint32_t> structure);
   // (tag, a, b) structures, the most common, without allocating.
   uint32_t intern3(uint32_t tag, uint32_t a, uint32_t b);
@@ -58,6 +69,7 @@ class BoundedSignatures {
 
   const Grammar& grammar_;
   int max_depth_;
+  std::vector<uint32_t> restricted_set_;
   // Memo tables indexed [index][depth], allocated for an index when it is first asked for;
   // kUnset where not computed yet.
   std::vector<std::vector<uint32_t>> position_memo_, rule_memo_;
@@ -65,6 +77,28 @@ class BoundedSignatures {
   PairIds ids3_[3];       // per tag, keyed by a << 32 | b
   uint32_t next_id_ = 2;  // 0: kNone, 1: kEnd
   int recursion_ = 0;
+};
+
+// Signatures as a vocabulary needs them: up to `short_depth` bytes over every byte, deeper only
+// over `long_alphabet`, the bytes of the tokens longer than short_depth (see above).
+class TokenSignatures {
+ public:
+  TokenSignatures(const Grammar& grammar, int short_depth, int max_depth,
+                  const ByteSet& long_alphabet);
+  // What `pos` does to the strings of up to `depth` bytes a token can hold: equal ids, equal
+  // behaviour on every such string. One id space.
+  uint32_t position(uint32_t pos, int depth);
+  // The same for the tails (bytes after the first) of one part of the tokens: those of at most
+  // short_depth bytes when depth < short_depth, else the long ones. The two parts have id
+  // spaces of their own: a caller keys its results by the part as well.
+  uint32_t of_tails(uint32_t pos, int depth) {
+    return depth < short_depth_ ? short_.position(pos, depth) : long_.position(pos, depth);
+  }
+
+ private:
+  int short_depth_;
+  BoundedSignatures short_, long_;
+  std::unordered_map<uint64_t, uint32_t> pairs_;  // (short id, long id or 0) -> position id
 };
 
 }  // namespace strata::grammar

@@ -15,6 +15,13 @@
 namespace strata::grammar {
 namespace {
 
+// Tokens longer than this are few (runs of '-', '=', ' ', some CJK phrases) and are keyed apart
+// (TokenSignatures).
+constexpr size_t kShortTokenBytes = 32;
+// Compiling keeps one stack pool across positions (so remembered steps serve them all) and
+// starts it over past this many nodes, bounding its memory (12 bytes a node, 16 per step).
+constexpr size_t kMaxPoolNodes = size_t{1} << 22;
+
 bool merge_into(ByteSet* to, const ByteSet& from) {
   bool changed = false;
   for (int w = 0; w < 4; ++w) {
@@ -179,12 +186,12 @@ class FirstByteGroupCache {
   // the part's index): each stack as the signatures of its nodes' positions for the `depth`
   // bytes a token of the part has left, top to bottom, the stacks sorted.
   static std::string key(const StackSet& after, uint32_t part, uint32_t follow_id, int depth,
-                         const StackPool& pool, BoundedSignatures& signatures) {
+                         const StackPool& pool, TokenSignatures& signatures) {
     std::vector<std::vector<uint32_t>> stacks;
     for (uint32_t top : after.tops) {
       std::vector<uint32_t>& chain = stacks.emplace_back();
       for (uint32_t id = top; id != kBottom; id = pool[id].parent) {
-        chain.push_back(signatures.position(pool[id].pos, depth));
+        chain.push_back(signatures.of_tails(pool[id].pos, depth));
       }
     }
     std::sort(stacks.begin(), stacks.end());
@@ -281,7 +288,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     int depth = 0;                  // the most bytes a token of the part has after its first
   };
   std::array<std::vector<TokenPart>, 256> parts;
-  constexpr std::array<size_t, 5> kPartLengths = {4, 8, 16, 32, SIZE_MAX};
+  constexpr std::array<size_t, 5> kPartLengths = {4, 8, 16, kShortTokenBytes, SIZE_MAX};
   for (unsigned b = 0; b < 256; ++b) {
     std::array<TokenPart, kPartLengths.size()> by_length;
     for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
@@ -301,7 +308,16 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
   for (const auto& parts_of_byte : parts) {
     for (const TokenPart& part : parts_of_byte) token_depth = std::max(token_depth, part.depth + 1);
   }
-  BoundedSignatures signatures(g, token_depth);
+  // Tokens of up to kShortTokenBytes are seen through signatures over every byte; the few longer
+  // ones (the last part of a byte) through signatures over their own bytes, which stay cheap
+  // 128 bytes deep where the full alphabet unrolls every alternative of a string's character.
+  ByteSet long_alphabet;
+  for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
+    const std::string_view piece = vocab.sorted_piece(k);
+    if (piece.size() <= kShortTokenBytes) continue;
+    for (char c : piece) long_alphabet.set(static_cast<uint8_t>(c));
+  }
+  TokenSignatures signatures(g, static_cast<int>(kShortTokenBytes), token_depth, long_alphabet);
   // The longest token that starts with each byte: a position's tokens are seen through at most
   // the longest that starts with a byte of its set, so its key reads that many bytes, not the
   // vocabulary's longest (128 bytes of spaces in some), which costs a signature per depth of
@@ -317,6 +333,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
   constexpr size_t kMaxCachedEntries = size_t{1} << 24;
   StackPool pool;
   Advancer advancer(g, &pool);
+  advancer.remember_steps();
   TokenWalkScratch scratch;
   FirstByteGroupCache cache;
   // Positions made of the same groups share one PositionTokens.
@@ -346,7 +363,12 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
       ++stats_.positions;
       continue;
     }
-    pool.clear();
+    // The pool is kept across positions, so remembered steps serve every position whose walk
+    // reaches the same stacks; it is dropped only past a bound on its memory.
+    if (pool.size() > kMaxPoolNodes) {
+      pool.clear();
+      advancer.forget_steps();
+    }
     advancer.start_at(pos, &start);
     groups.clear();
     for (unsigned b = 0; b < 256; ++b) {
@@ -443,6 +465,7 @@ Status CompiledGrammar::precompute_closed_leftovers(CompileMeter* meter) {
   }
   StackPool pool;
   Advancer advancer(g, &pool);
+  advancer.remember_steps();
   TokenWalkScratch scratch;
   StackSet below;
   std::string key;
@@ -459,7 +482,10 @@ Status CompiledGrammar::precompute_closed_leftovers(CompileMeter* meter) {
       if (leftover_cache_.count(key)) continue;
       const PositionTokens& t = tokens_[tokens_index_[top]];
       if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + t.leftovers.size() / 16));
-      pool.clear();
+      if (pool.size() > kMaxPoolNodes) {
+        pool.clear();
+        advancer.forget_steps();
+      }
       advancer.pop_frame(pool.intern(top, pool.intern(ret, kBottom)), &below);
       auto flags = std::make_shared<std::vector<uint8_t>>();
       accept_leftovers(t.leftovers, t.max_leftover_length, advancer, below, scratch, flags.get());

@@ -138,6 +138,7 @@ void Advancer::closure(uint32_t pos, uint32_t parent, StackSet* out) {
 static void begin_step(StackSet* out) {
   out->tops.clear();
   out->can_end = false;
+  out->remembered = 0;
 }
 
 static void finish_step(StackSet* out) {
@@ -157,10 +158,111 @@ void Advancer::start_at(uint32_t pos, StackSet* out) {
   out->tops.push_back(pool_->intern(pos, kBottom));
 }
 
-void Advancer::advance(const StackSet& in, uint8_t byte, StackSet* out) {
-  begin_step(out);
+void Advancer::forget_steps() {
+  steps_.clear();
+  step_tops_.clear();
+  union_seen_.clear();
+  forget_sets();
+}
+
+void Advancer::forget_sets() {
+  sets_.clear();
+  set_tops_.clear();
+  set_ids_.clear();
+  transitions_.clear();
+  ++sets_generation_;
+}
+
+const Advancer::Step& Advancer::step_of(uint32_t top) {
+  if (top >= steps_.size()) steps_.resize(std::max<size_t>(top + 1, 2 * steps_.size()));
+  if (steps_[top].known) return steps_[top];
+  begin_step(&scratch_);
   new_visit_generation();
+  const StackNode node = (*pool_)[top];
+  closure(node.pos + 1, node.parent, &scratch_);
+  finish_step(&scratch_);
+  Step& step = steps_[top];
+  step.begin = static_cast<uint32_t>(step_tops_.size());
+  step_tops_.insert(step_tops_.end(), scratch_.tops.begin(), scratch_.tops.end());
+  step.end = static_cast<uint32_t>(step_tops_.size());
+  step.can_end = scratch_.can_end;
+  step.known = true;
+  return step;
+}
+
+// Deduplicated by a stamp per node rather than sorted: an ambiguous parse has thousands of
+// tops, and sorting them was a third of a compile.
+void Advancer::union_of_steps(const StackSet& in, uint8_t byte, StackSet* out) {
+  begin_step(out);
+  if (++union_stamp_ == 0) {
+    std::fill(union_seen_.begin(), union_seen_.end(), 0);
+    union_stamp_ = 1;
+  }
   const auto& elements = grammar_.elements();
+  for (uint32_t top : in.tops) {
+    if (!grammar_.byte_set(elements[(*pool_)[top].pos].value).test(byte)) continue;
+    const Step& step = step_of(top);
+    if (union_seen_.size() < pool_->size()) union_seen_.resize(2 * pool_->size());
+    for (uint32_t i = step.begin; i < step.end; ++i) {
+      const uint32_t id = step_tops_[i];
+      if (union_seen_[id] == union_stamp_) continue;
+      union_seen_[id] = union_stamp_;
+      out->tops.push_back(id);
+    }
+    out->can_end = out->can_end || step.can_end;
+  }
+  // Each node's step was bounded on its own; their union is bounded here.
+  if (out->tops.size() > kMaxStepWork) overflowed_ = true;
+}
+
+uint32_t Advancer::set_id(const StackSet& set) {
+  if (set.remembered >> 32 == sets_generation_) {
+    return static_cast<uint32_t>(set.remembered) - 1;
+  }
+  std::string key(reinterpret_cast<const char*>(set.tops.data()),
+                  set.tops.size() * sizeof(uint32_t));
+  key.push_back(set.can_end ? 1 : 0);
+  const auto [it, inserted] = set_ids_.emplace(std::move(key), static_cast<uint32_t>(sets_.size()));
+  if (inserted) {
+    Step& kept = sets_.emplace_back();
+    kept.begin = static_cast<uint32_t>(set_tops_.size());
+    set_tops_.insert(set_tops_.end(), set.tops.begin(), set.tops.end());
+    kept.end = static_cast<uint32_t>(set_tops_.size());
+    kept.can_end = set.can_end;
+    kept.known = true;
+  }
+  return it->second;
+}
+
+void Advancer::advance_remembered(const StackSet& in, uint8_t byte, StackSet* out) {
+  // Bounds the sets' memory (4 bytes a top); past it they are remembered anew.
+  constexpr size_t kMaxRememberedTops = size_t{1} << 24;
+  if (set_tops_.size() > kMaxRememberedTops) forget_sets();
+  const uint32_t from = set_id(in);
+  const uint64_t transition = uint64_t{from} << 8 | byte;
+  uint32_t to = 0;
+  if (auto it = transitions_.find(transition); it != transitions_.end()) {
+    to = it->second;
+    const Step& kept = sets_[to];
+    out->tops.assign(set_tops_.begin() + kept.begin, set_tops_.begin() + kept.end);
+    out->can_end = kept.can_end;
+  } else {
+    union_of_steps(in, byte, out);
+    if (overflowed_) return;
+    to = set_id(*out);
+    transitions_.emplace(transition, to);
+  }
+  out->remembered = uint64_t{sets_generation_} << 32 | (to + 1);
+}
+
+void Advancer::advance(const StackSet& in, uint8_t byte, StackSet* out) {
+  if (remember_) {
+    advance_remembered(in, byte, out);
+    return;
+  }
+  begin_step(out);
+  const auto& elements = grammar_.elements();
+  new_visit_generation();
   for (uint32_t top : in.tops) {
     const StackNode node = (*pool_)[top];
     if (grammar_.byte_set(elements[node.pos].value).test(byte)) {

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -43,14 +45,20 @@ class StackPool {
   size_t mask_ = 0;
 };
 
-// The state between two bytes: the live stacks (their top node ids, sorted, unique) and
-// whether the whole input so far is a sentence of the grammar (a stack was popped empty).
+// The state between two bytes: the live stacks (their top node ids, unique, and sorted except
+// after a remembered step) and whether the whole input so far is a sentence of the grammar (a
+// stack was popped empty).
 struct StackSet {
   std::vector<uint32_t> tops;
   bool can_end = false;
   bool finished = false;  // an end-of-generation token was accepted
+  // In an Advancer that remembers steps: the set's id there (its generation and index), 0 when
+  // not known. Not part of the set's value.
+  uint64_t remembered = 0;
   bool alive() const { return can_end || !tops.empty(); }
-  bool operator==(const StackSet&) const = default;
+  bool operator==(const StackSet& other) const {
+    return tops == other.tops && can_end == other.can_end && finished == other.finished;
+  }
 };
 
 class Advancer {
@@ -73,7 +81,31 @@ class Advancer {
   // The union of the byte sets the stacks expect next.
   ByteSet next_bytes(const StackSet& state) const;
 
+  // Remembered steps, for walks that reach the same stacks again and again (compiling a grammar
+  // against a vocabulary: inside a string body every character leaves the same stacks). Two
+  // levels: the stacks after a top node takes a byte depend on the node alone, not on which
+  // byte of its set was taken (the closure of pos + 1 over its parent), so each node's closure
+  // is expanded once; and a whole set's step on a byte is a transition between remembered sets,
+  // as in a DFA built on the fly. Node ids must keep their meaning while steps are remembered:
+  // call forget_steps() whenever the pool is cleared or truncated. The tops of a remembered
+  // step are unique but not sorted.
+  void remember_steps() { remember_ = true; }
+  void forget_steps();
+
  private:
+  // A node's step (kept per node id) or a remembered set: where its tops lie in step_tops_.
+  struct Step {
+    uint32_t begin = 0, end = 0;
+    bool can_end = false;
+    bool known = false;
+  };
+  const Step& step_of(uint32_t top);
+  void advance_remembered(const StackSet& in, uint8_t byte, StackSet* out);
+  // The union of the steps of in's tops that take `byte`.
+  void union_of_steps(const StackSet& in, uint8_t byte, StackSet* out);
+  // The remembered id of `set` (interned on first sight), and the set itself.
+  uint32_t set_id(const StackSet& set);
+  void forget_sets();
   void closure(uint32_t pos, uint32_t parent, StackSet* out);
   bool mark_visited(uint64_t key);
   void new_visit_generation();
@@ -87,6 +119,20 @@ class Advancer {
   uint32_t generation_ = 0;
   size_t n_visited_ = 0;
   bool overflowed_ = false;
+  bool remember_ = false;
+  std::vector<Step> steps_;  // per node id
+  std::vector<uint32_t> step_tops_;
+  std::vector<uint32_t> union_seen_;  // per node id: the stamp of the last step that took it
+  uint32_t union_stamp_ = 0;
+  // Remembered sets: their tops in set_tops_, interned by content (tops, then can_end), and
+  // the transitions between them (set id << 8 | byte -> set id). StackSet::remembered holds
+  // sets_generation_ << 32 | (id + 1), so a set from before forget_sets() reads as unknown.
+  std::vector<Step> sets_;
+  std::vector<uint32_t> set_tops_;
+  std::unordered_map<std::string, uint32_t> set_ids_;
+  std::unordered_map<uint64_t, uint32_t> transitions_;
+  uint32_t sets_generation_ = 1;
+  StackSet scratch_;
 };
 
 }  // namespace strata::grammar

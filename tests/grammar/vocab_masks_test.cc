@@ -127,5 +127,25 @@ TEST(VocabMasks, MidSequenceCallsMatchNaiveCheck) {
   check_masks_along_document("gpt-2", kMidSequenceCalls, kMidSequenceDocument, /*passes=*/2);
 }
 
+// Strings with length bounds, where deepseek-llm's tokens of 33-128 bytes (runs of '-', '=',
+// ' ', '/', CJK phrases) fit or do not fit in what is left, and two strings whose character
+// sets differ only in bytes of such tokens ("//-----..." fits the first). Those tokens are keyed
+// by signatures over their own bytes (TokenSignatures), which must not call two positions alike
+// that differ for them. Masks at every step, from 0 to 100 characters into a string.
+constexpr std::string_view kLongTokens = R"gbnf(
+root ::= "{" ws "\"a\":" ws "\"" char{0,100} "\"," ws "\"b\":" ws "\"" char{2,70} "\"," ws cd
+cd ::= "\"c\":" ws "\"" [-/]{0,80} "\"," ws "\"d\":" ws "\"" [/=]{0,80} "\"" ws "}"
+char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+ws ::= [ \n]{0,40}
+)gbnf";
+
+TEST(VocabMasks, LongTokensNearLengthBoundsMatchNaiveCheck) {
+  const std::string document = "{\"a\": \"" + std::string(50, '-') + " and " +
+                               std::string(40, '=') + "\", \"b\": \"" + std::string(64, ' ') +
+                               "x\", \"c\": \"//" + std::string(30, '-') + "\", \"d\": \"//" +
+                               std::string(30, '=') + "\"" + std::string(30, ' ') + "}";
+  check_masks_along_document("deepseek-llm", kLongTokens, document);
+}
+
 }  // namespace
 }  // namespace strata::grammar
