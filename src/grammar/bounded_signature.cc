@@ -4,6 +4,8 @@
 #include <array>
 #include <bit>
 #include <map>
+#include <span>
+#include <string_view>
 
 namespace strata::grammar {
 namespace {
@@ -12,7 +14,8 @@ constexpr uint32_t kNone = 0;
 constexpr uint32_t kEndId = 1;
 constexpr uint32_t kUnset = UINT32_MAX;
 // kPairTag: a rule of two alternatives, the set as its (smaller, larger) ids.
-enum Tag : uint32_t { kBytesTag, kRuleTag, kPairTag, kRuleSetTag };
+// Larger sets are interned whole (intern()).
+enum Tag : uint32_t { kBytesTag, kRuleTag, kPairTag };
 
 // The memo slot of (index, depth), allocating the index's row on first use.
 uint32_t& memo_slot(std::vector<std::vector<uint32_t>>& memo, uint32_t index, int depth,
@@ -24,14 +27,8 @@ uint32_t& memo_slot(std::vector<std::vector<uint32_t>>& memo, uint32_t index, in
 
 }  // namespace
 
-size_t BoundedSignatures::VectorHash::operator()(const std::vector<uint32_t>& v) const {
-  uint64_t h = 0x9E3779B97F4A7C15ULL ^ v.size();
-  for (uint32_t x : v) {
-    h ^= x;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 32;
-  }
-  return static_cast<size_t>(h);
+size_t BoundedSignatures::BytesHash::operator()(std::string_view bytes) const {
+  return std::hash<std::string_view>()(bytes);
 }
 
 ByteSet BoundedSignatures::all_bytes() {
@@ -61,10 +58,12 @@ BoundedSignatures::BoundedSignatures(const Grammar& grammar, int max_depth, cons
   }
 }
 
-uint32_t BoundedSignatures::intern(std::vector<uint32_t> structure) {
-  const auto [it, inserted] = ids_.emplace(std::move(structure), next_id_);
-  if (inserted) ++next_id_;
-  return it->second;
+uint32_t BoundedSignatures::intern(std::span<const uint32_t> ids) {
+  const std::string_view key(reinterpret_cast<const char*>(ids.data()),
+                             ids.size() * sizeof(uint32_t));
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  ids_.emplace(std::string(key), next_id_);
+  return next_id_++;
 }
 
 uint32_t BoundedSignatures::PairIds::find_or_add(uint64_t key, uint32_t* next_id) {
@@ -143,17 +142,26 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
     const uint32_t b = alternatives.size() == 2 ? position(alternatives[1], depth) : a;
     id = a == b ? a : intern3(kPairTag, std::min(a, b), std::max(a, b));
   } else {
-    std::vector<uint32_t> structure{kRuleSetTag};
-    for (uint32_t alt : alternatives) structure.push_back(position(alt, depth));
-    std::sort(structure.begin() + 1, structure.end());
-    structure.erase(std::unique(structure.begin() + 1, structure.end()), structure.end());
-    if (structure.size() == 2) {
-      id = structure[1];
-    } else if (structure.size() == 3) {
-      id = intern3(kPairTag, structure[1], structure[2]);
-    } else {
-      id = intern(std::move(structure));
+    // The alternatives' ids go on a stack shared with the recursion (each call pops what it
+    // pushed), so a rule of many alternatives, a string's character, allocates nothing.
+    const size_t begin = alternative_ids_.size();
+    for (uint32_t alt : alternatives) {
+      const uint32_t alt_id = position(alt, depth);
+      alternative_ids_.push_back(alt_id);
     }
+    const auto first = alternative_ids_.begin() + static_cast<std::ptrdiff_t>(begin);
+    std::sort(first, alternative_ids_.end());
+    alternative_ids_.erase(std::unique(first, alternative_ids_.end()), alternative_ids_.end());
+    const std::span<const uint32_t> set(alternative_ids_.data() + begin,
+                                        alternative_ids_.size() - begin);
+    if (set.size() == 1) {
+      id = set[0];
+    } else if (set.size() == 2) {
+      id = intern3(kPairTag, set[0], set[1]);
+    } else {
+      id = intern(set);
+    }
+    alternative_ids_.resize(begin);
   }
   memo = id;
   return id;

@@ -22,6 +22,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -37,8 +40,10 @@ class BoundedSignatures {
   uint32_t position(uint32_t pos, int depth);
 
  private:
-  struct VectorHash {
-    size_t operator()(const std::vector<uint32_t>& v) const;
+  // Sets of three or more ids, as their bytes: looked up without building a key.
+  struct BytesHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view bytes) const;
   };
   // Ids of (a, b) pairs: open addressing with linear probing, a table of 64-bit keys at most half
   // full. The pairs are most of a compile's signature work (millions on a large schema), where
@@ -60,7 +65,8 @@ class BoundedSignatures {
   // Per byte-set id: the id of its intersection with the alphabet (kEmptySet when empty).
   uint32_t restricted_set(uint32_t set) const { return restricted_set_[set]; }
   static constexpr uint32_t kEmptySet = UINT32_MAX;
-  uint32_t intern(std::vector<uint32_t> structure);
+  // The id of a rule's set of alternative ids (ascending, three or more).
+  uint32_t intern(std::span<const uint32_t> ids);
   // (tag, a, b) structures, the most common, without allocating.
   uint32_t intern3(uint32_t tag, uint32_t a, uint32_t b);
   // Past this recursion depth a position gets an id of its own (never shared, so never wrong):
@@ -73,9 +79,10 @@ class BoundedSignatures {
   // Memo tables indexed [index][depth], allocated for an index when it is first asked for;
   // kUnset where not computed yet.
   std::vector<std::vector<uint32_t>> position_memo_, rule_memo_;
-  std::unordered_map<std::vector<uint32_t>, uint32_t, VectorHash> ids_;
-  PairIds ids3_[3];       // per tag, keyed by a << 32 | b
-  uint32_t next_id_ = 2;  // 0: kNone, 1: kEnd
+  std::unordered_map<std::string, uint32_t, BytesHash, std::equal_to<>> ids_;
+  std::vector<uint32_t> alternative_ids_;  // rule()'s stack of alternative ids
+  PairIds ids3_[3];                        // per tag, keyed by a << 32 | b
+  uint32_t next_id_ = 2;                   // 0: kNone, 1: kEnd
   int recursion_ = 0;
 };
 

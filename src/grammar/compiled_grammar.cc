@@ -184,25 +184,30 @@ class FirstByteGroupCache {
  public:
   // The key of (stacks after byte b, follow-set id) for one part of b's tokens (`part`: b and
   // the part's index): each stack as the signatures of its nodes' positions for the `depth`
-  // bytes a token of the part has left, top to bottom, the stacks sorted.
-  static std::string key(const StackSet& after, uint32_t part, uint32_t follow_id, int depth,
+  // bytes a token of the part has left, top to bottom, the stacks sorted. Built in buffers the
+  // cache keeps (it is asked for at every byte of every position), valid until the next call.
+  const std::string& key(const StackSet& after, uint32_t part, uint32_t follow_id, int depth,
                          const StackPool& pool, TokenSignatures& signatures) {
-    std::vector<std::vector<uint32_t>> stacks;
-    for (uint32_t top : after.tops) {
-      std::vector<uint32_t>& chain = stacks.emplace_back();
-      for (uint32_t id = top; id != kBottom; id = pool[id].parent) {
+    if (stacks_.size() < after.tops.size()) stacks_.resize(after.tops.size());
+    const auto stacks_end = stacks_.begin() + static_cast<std::ptrdiff_t>(after.tops.size());
+    for (size_t i = 0; i < after.tops.size(); ++i) {
+      std::vector<uint32_t>& chain = stacks_[i];
+      chain.clear();
+      for (uint32_t id = after.tops[i]; id != kBottom; id = pool[id].parent) {
         chain.push_back(signatures.of_tails(pool[id].pos, depth));
       }
     }
-    std::sort(stacks.begin(), stacks.end());
-    stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-    std::vector<uint32_t> words{follow_id, part, after.can_end ? 1u : 0u};
-    for (const auto& chain : stacks) {
-      words.insert(words.end(), chain.begin(), chain.end());
-      words.push_back(kBottom);
+    std::sort(stacks_.begin(), stacks_end);
+    key_.clear();
+    CompiledGrammar::append_key_word(&key_, follow_id);
+    CompiledGrammar::append_key_word(&key_, part);
+    CompiledGrammar::append_key_word(&key_, after.can_end ? 1u : 0u);
+    for (auto it = stacks_.begin(); it != stacks_end; ++it) {
+      if (it != stacks_.begin() && *it == *(it - 1)) continue;
+      for (uint32_t word : *it) CompiledGrammar::append_key_word(&key_, word);
+      CompiledGrammar::append_key_word(&key_, kBottom);
     }
-    return std::string(reinterpret_cast<const char*>(words.data()),
-                       words.size() * sizeof(uint32_t));
+    return key_;
   }
   const FirstByteGroup* find(const std::string& key) const {
     auto it = groups_.find(key);
@@ -222,6 +227,8 @@ class FirstByteGroupCache {
  private:
   std::unordered_map<std::string, FirstByteGroup> groups_;
   size_t stored_ = 0;
+  std::vector<std::vector<uint32_t>> stacks_;  // key()'s buffers
+  std::string key_;
 };
 
 // The union of cached groups as one position's token sets.
@@ -229,9 +236,26 @@ PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_
   PositionTokens out;
   size_t n_accepted = 0;
   std::vector<std::pair<std::string_view, int32_t>> uncertain;
+  // Each group's pairs are sorted once when it is walked (groups are shared by many
+  // positions): merging the runs pairwise costs n log(groups), where sorting all n again was a
+  // tenth of a compile.
+  std::vector<size_t> runs{0};  // run boundaries in `uncertain`
   for (const FirstByteGroup* group : groups) {
     n_accepted += group->accepted.size();
+    if (group->uncertain.empty()) continue;
     uncertain.insert(uncertain.end(), group->uncertain.begin(), group->uncertain.end());
+    runs.push_back(uncertain.size());
+  }
+  while (runs.size() > 2) {
+    std::vector<size_t> merged{0};
+    for (size_t r = 0; r + 1 < runs.size(); r += 2) {
+      const size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
+      std::inplace_merge(uncertain.begin() + static_cast<std::ptrdiff_t>(runs[r]),
+                         uncertain.begin() + static_cast<std::ptrdiff_t>(runs[r + 1]),
+                         uncertain.begin() + static_cast<std::ptrdiff_t>(end));
+      merged.push_back(end);
+    }
+    runs = std::move(merged);
   }
   if (n_accepted > words) {
     out.accepted_bits.assign(words, 0);
@@ -245,7 +269,6 @@ PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_
     }
     std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
   }
-  std::sort(uncertain.begin(), uncertain.end());
   for (const auto& [leftover, id] : uncertain) {
     if (out.leftovers.empty() || out.leftovers.back() != leftover) {
       out.leftovers.emplace_back(leftover);
@@ -376,8 +399,8 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
       advancer.advance(start, static_cast<uint8_t>(b), &after);
       for (uint32_t i = 0; i < parts[b].size(); ++i) {
         const TokenPart& part = parts[b][i];
-        std::string key = FirstByteGroupCache::key(after, b | i << 8, follow_id[rule], part.depth,
-                                                   pool, signatures);
+        const std::string& key =
+            cache.key(after, b | i << 8, follow_id[rule], part.depth, pool, signatures);
         if (const FirstByteGroup* hit = cache.find(key)) {
           groups.push_back(hit);
           continue;
@@ -403,7 +426,8 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
               }
             },
             WalkReport::kAcceptedOrEscaping);
-        groups.push_back(&cache.insert(std::move(key), std::move(group)));
+        std::sort(group.uncertain.begin(), group.uncertain.end());
+        groups.push_back(&cache.insert(key, std::move(group)));
       }
     }
     if (advancer.overflowed()) {

@@ -1,7 +1,10 @@
 #include "grammar/gbnf_parser.h"
 
+#include <algorithm>
+#include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace strata::grammar::gbnf {
 namespace {
@@ -233,30 +236,43 @@ class Parser {
       unit.rule = group;
     }
     const uint64_t n_optional = max < 0 ? 1 : static_cast<uint64_t>(max) - min;
+    // Bounded optional copies are rules "at most i more units", the same whatever repeats them:
+    // kept per unit, so a string with maxLength 255 and one with 146 end in the same 146 rules
+    // (each rule is a grammar position per alternative of the unit, compiled against the
+    // vocabulary).
+    std::vector<uint32_t>* at_most = max < 0 ? nullptr : &at_most_[unit_key(unit)];
+    const uint64_t n_new =
+        at_most ? n_optional - std::min<uint64_t>(n_optional, at_most->size()) : n_optional;
     // A character class is copied in place. A rule is not: a copy in the middle of `seq` would
     // be called with a frame below it, and a token that ends one copy and starts the next would
     // leave its rule at every copy (uncertain, checked against the stack below at mask time).
     // Its copies become a chain of rules that each lead with it (the builder inlines a leading
     // call) and end with a tail call to the next, so the whole repetition is one flat frame.
     const bool chain = unit.kind == Item::Kind::kRule;
-    STRATA_RETURN_IF_ERROR(count_items((chain ? 2 : 1) * uint64_t{min} + 2 * n_optional));
+    STRATA_RETURN_IF_ERROR(count_items((chain ? 2 : 1) * uint64_t{min} + 2 * n_new));
     if (!chain) {
       for (uint32_t i = 0; i < min; ++i) seq->push_back(unit);
     }
     Item ref;
     ref.kind = Item::Kind::kRule;
-    for (uint64_t i = 0; i < n_optional; ++i) {
-      const uint32_t rule = new_rule(owner);
-      Sequence body{unit};
-      if (max < 0) {
-        Item self;
-        self.kind = Item::Kind::kRule;
-        self.rule = rule;
-        body.push_back(self);
-      } else if (i > 0) {
-        body.push_back(ref);
+    if (at_most) {
+      while (at_most->size() < n_optional) {
+        const uint32_t rule = new_rule(owner);
+        Sequence body{unit};
+        if (!at_most->empty()) {
+          body.push_back(ref);
+          body.back().rule = at_most->back();
+        }
+        grammar_.rules[rule].alternatives = {std::move(body), Sequence{}};
+        at_most->push_back(rule);
       }
-      grammar_.rules[rule].alternatives = {std::move(body), Sequence{}};
+      if (n_optional > 0) ref.rule = (*at_most)[n_optional - 1];
+    } else {
+      const uint32_t rule = new_rule(owner);  // unit*: rule ::= unit rule | ""
+      Item self;
+      self.kind = Item::Kind::kRule;
+      self.rule = rule;
+      grammar_.rules[rule].alternatives = {Sequence{unit, self}, Sequence{}};
       ref.rule = rule;
     }
     bool have_ref = n_optional > 0;
@@ -389,11 +405,23 @@ class Parser {
     return seq;
   }
 
+  // What identifies a repeated unit: its rule, or its character class.
+  static std::string unit_key(const Item& unit) {
+    if (unit.kind == Item::Kind::kRule) return "r" + std::to_string(unit.rule);
+    std::string key = unit.negated ? "^" : "c";
+    for (const CodepointRange& r : unit.ranges) {
+      key += std::to_string(r.first) + "-" + std::to_string(r.last) + ",";
+    }
+    return key;
+  }
+
   std::string_view text_;
   size_t pos_ = 0;
   size_t items_ = 0;
   ParsedGrammar grammar_;
   std::unordered_map<std::string, uint32_t> ids_;
+  // Per repeated unit (unit_key): the rules "at most i + 1 more units", i ascending.
+  std::unordered_map<std::string, std::vector<uint32_t>> at_most_;
 };
 
 }  // namespace

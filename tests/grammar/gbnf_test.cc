@@ -63,9 +63,30 @@ TEST(GbnfErrors, UnmatchableRules) {
 TEST(GbnfErrors, RepetitionBoundsTooLarge) {
   EXPECT_EQ(load_error("root ::= \"a\"{1,100000}"),
             "GBNF 1:16: repetition bound too large (at most 10000)");
+  // 150 different units, each repeated up to 9,000 times: 2.7M rules.
   std::string many = "root ::=";
-  for (int i = 0; i < 150; ++i) many += " \"a\"{0,9000}";
+  for (int i = 0; i < 150; ++i) many += " \"a" + std::to_string(i) + "\"{0,9000}";
   EXPECT_NE(load_error(many).find("grammar too large"), std::string::npos);
+  // Bounded repetitions of one unit share their rules "at most i more": one chain of 9,000.
+  std::string shared = "root ::=";
+  for (int i = 0; i < 150; ++i) shared += " \"a\"{0,9000}";
+  EXPECT_TRUE(parse_gbnf(shared).ok());
+}
+
+// The repetitions below share the rules "at most i more a" (and "at most i more x"); each keeps
+// its own bounds.
+TEST(Gbnf, BoundedRepetitionsOfOneUnitKeepTheirOwnBounds) {
+  // The longer repetition comes first, so the shorter one reuses a rule from inside its chain.
+  auto g = compile_or_die(R"(root ::= "a"{1,4} "-" "a"{0,2} "-" x{0,3} "-" x{1,2}
+x ::= "x" | "y")",
+                          byte_vocabulary());
+  ASSERT_NE(g, nullptr);
+  for (const char* text : {"a--xyx-y", "aaaa-aa--xy", "aa-a-y-x"}) {
+    EXPECT_TRUE(accepts(g, text)) << text;
+  }
+  for (const char* text : {"aaaaa---x", "a-aaa--x", "--x-x", "a--xxxx-x", "a--x-", "a--x-xyx"}) {
+    EXPECT_FALSE(accepts(g, text)) << text;
+  }
 }
 
 TEST(GbnfErrors, ExponentiallyAmbiguousGrammarIsAnErrorNotAHang) {
