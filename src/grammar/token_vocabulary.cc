@@ -27,9 +27,13 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces,
     return pieces_[a] < pieces_[b];  // std::string compares as unsigned bytes (char_traits)
   });
   sorted_index_.assign(pieces_.size(), kNotSorted);
+  sorted_offsets_.reserve(sorted_ids_.size() + 1);
   for (size_t k = 0; k < sorted_ids_.size(); ++k) {
     sorted_index_[static_cast<size_t>(sorted_ids_[k])] = static_cast<uint32_t>(k);
+    sorted_offsets_.push_back(static_cast<uint32_t>(sorted_bytes_.size()));
+    sorted_bytes_ += pieces_[sorted_ids_[k]];
   }
+  sorted_offsets_.push_back(static_cast<uint32_t>(sorted_bytes_.size()));
   first_byte_begin_.assign(257, 0);
   size_t k = 0;
   for (unsigned b = 0; b < 256; ++b) {
