@@ -232,43 +232,46 @@ class FirstByteGroupCache {
 };
 
 // The union of cached groups as one position's token sets.
-PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_t words) {
-  PositionTokens out;
-  size_t n_accepted = 0;
-  std::vector<std::pair<std::string_view, int32_t>> uncertain;
-  // Each group's pairs are sorted once when it is walked (groups are shared by many
-  // positions): merging the runs pairwise costs n log(groups), where sorting all n again was a
-  // tenth of a compile.
-  std::vector<size_t> runs{0};  // run boundaries in `uncertain`
+// Appends each group's `field` (sorted when the group was walked: groups are shared by many
+// positions) and merges the runs pairwise, n log(groups), where sorting all n again was a
+// tenth of a compile.
+template <class T>
+void merge_sorted_fields(std::span<const FirstByteGroup* const> groups,
+                         std::vector<T> FirstByteGroup::*field, std::vector<T>* out) {
+  std::vector<size_t> runs{out->size()};  // run boundaries
   for (const FirstByteGroup* group : groups) {
-    n_accepted += group->accepted.size();
-    if (group->uncertain.empty()) continue;
-    uncertain.insert(uncertain.end(), group->uncertain.begin(), group->uncertain.end());
-    runs.push_back(uncertain.size());
+    const std::vector<T>& run = group->*field;
+    if (run.empty()) continue;
+    out->insert(out->end(), run.begin(), run.end());
+    runs.push_back(out->size());
   }
   while (runs.size() > 2) {
-    std::vector<size_t> merged{0};
+    std::vector<size_t> merged{runs[0]};
     for (size_t r = 0; r + 1 < runs.size(); r += 2) {
       const size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
-      std::inplace_merge(uncertain.begin() + static_cast<std::ptrdiff_t>(runs[r]),
-                         uncertain.begin() + static_cast<std::ptrdiff_t>(runs[r + 1]),
-                         uncertain.begin() + static_cast<std::ptrdiff_t>(end));
+      std::inplace_merge(out->begin() + static_cast<std::ptrdiff_t>(runs[r]),
+                         out->begin() + static_cast<std::ptrdiff_t>(runs[r + 1]),
+                         out->begin() + static_cast<std::ptrdiff_t>(end));
       merged.push_back(end);
     }
     runs = std::move(merged);
   }
+}
+
+PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_t words) {
+  PositionTokens out;
+  size_t n_accepted = 0;
+  for (const FirstByteGroup* group : groups) n_accepted += group->accepted.size();
   if (n_accepted > words) {
     out.accepted_bits.assign(words, 0);
     for (const FirstByteGroup* group : groups) {
       for (int32_t id : group->accepted) out.accepted_bits[id >> 5] |= uint32_t{1} << (id & 31);
     }
   } else {
-    for (const FirstByteGroup* group : groups) {
-      out.accepted_ids.insert(out.accepted_ids.end(), group->accepted.begin(),
-                              group->accepted.end());
-    }
-    std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
+    merge_sorted_fields(groups, &FirstByteGroup::accepted, &out.accepted_ids);
   }
+  std::vector<std::pair<std::string_view, int32_t>> uncertain;
+  merge_sorted_fields(groups, &FirstByteGroup::uncertain, &uncertain);
   for (const auto& [leftover, id] : uncertain) {
     if (out.leftovers.empty() || out.leftovers.back() != leftover) {
       out.leftovers.emplace_back(leftover);
@@ -426,6 +429,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
               }
             },
             WalkReport::kAcceptedOrEscaping);
+        std::sort(group.accepted.begin(), group.accepted.end());
         std::sort(group.uncertain.begin(), group.uncertain.end());
         groups.push_back(&cache.insert(key, std::move(group)));
       }
