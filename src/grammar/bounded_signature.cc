@@ -129,9 +129,74 @@ uint32_t BoundedSignatures::position(uint32_t pos, int depth) {
   return id;
 }
 
+uint32_t BoundedSignatures::shape(uint32_t r) {
+  if (shape_.empty()) shape_.assign(grammar_.rules().size(), kUnset);
+  if (shape_[r] != kUnset) return shape_[r];
+  std::string key;
+  for (uint32_t alt : grammar_.rules()[r].alternatives) {
+    for (uint32_t pos = alt;; ++pos) {
+      const Element& e = grammar_.element(pos);
+      const uint32_t word = e.kind == ElementKind::kBytes  ? restricted_set(e.value)
+                            : e.kind == ElementKind::kRule ? kUnset - 1
+                                                           : kUnset;
+      key.append(reinterpret_cast<const char*>(&word), sizeof(word));
+      if (e.kind == ElementKind::kEnd) break;
+    }
+  }
+  return shape_[r] =
+             shapes_.emplace(std::move(key), static_cast<uint32_t>(shapes_.size())).first->second;
+}
+
+// The key of rule r at `depth` as a template: its shape, the depth, and for each call in its
+// alternatives that the depth reaches, the callee's signature there and its min length. Equal
+// keys give equal signatures: the element-wise signature is a function of exactly these.
+// Pushed on template_words_ (the caller pops); false past the recursion bound.
+bool BoundedSignatures::push_template_key(uint32_t r, int depth) {
+  template_words_.push_back(shape(r));
+  template_words_.push_back(static_cast<uint32_t>(depth));
+  for (uint32_t alt : grammar_.rules()[r].alternatives) {
+    int left = depth;
+    for (uint32_t pos = alt; left >= 0; ++pos) {
+      const Element& e = grammar_.element(pos);
+      if (e.kind == ElementKind::kEnd) break;
+      if (e.kind == ElementKind::kBytes) {
+        if (restricted_set(e.value) == kEmptySet) break;
+        --left;
+        continue;
+      }
+      if (recursion_ >= kMaxRecursion) return false;
+      ++recursion_;
+      const uint32_t callee = rule(e.value, left);
+      --recursion_;
+      const uint32_t min_length = grammar_.rule_min_length(e.value);
+      template_words_.push_back(callee);
+      template_words_.push_back(min_length);
+      left = min_length > static_cast<uint32_t>(left) ? -1 : left - static_cast<int>(min_length);
+    }
+  }
+  return true;
+}
+
 uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
   uint32_t& memo = memo_slot(rule_memo_, r, depth, max_depth_);
   if (memo != kUnset) return memo;
+  // Rules of many alternatives (a string's character, each level of a length chain) are looked
+  // up by template first: the thousand levels of a maxLength chain share their shape, so a level
+  // costs its calls' lookups instead of a signature per element of every alternative.
+  const size_t words_begin = template_words_.size();
+  const bool templated = grammar_.rules()[r].alternatives.size() > 2;
+  if (templated) {
+    if (!push_template_key(r, depth)) {
+      template_words_.resize(words_begin);
+      return memo = next_id_++;
+    }
+    const std::string_view key(reinterpret_cast<const char*>(template_words_.data() + words_begin),
+                               (template_words_.size() - words_begin) * sizeof(uint32_t));
+    if (auto it = templates_.find(key); it != templates_.end()) {
+      template_words_.resize(words_begin);
+      return memo = it->second;
+    }
+  }
   // A set of one id is that id (a rule of one alternative means what the alternative means),
   // of two a pair id, larger sets interned whole; one- and two-alternative rules (most) allocate
   // nothing.
@@ -162,6 +227,12 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
       id = intern(set);
     }
     alternative_ids_.resize(begin);
+  }
+  if (templated) {
+    const std::string_view key(reinterpret_cast<const char*>(template_words_.data() + words_begin),
+                               (template_words_.size() - words_begin) * sizeof(uint32_t));
+    templates_.emplace(std::string(key), id);
+    template_words_.resize(words_begin);
   }
   memo = id;
   return id;

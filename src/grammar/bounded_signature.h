@@ -62,6 +62,9 @@ class BoundedSignatures {
     int shift_ = 64;  // slot = hash >> shift_ (64 - log2 of the capacity)
   };
   uint32_t rule(uint32_t rule, int depth);
+  // Rule templates (rule()): a rule's alternatives with their calls left open.
+  uint32_t shape(uint32_t rule);
+  bool push_template_key(uint32_t rule, int depth);
   // Per byte-set id: the id of its intersection with the alphabet (kEmptySet when empty).
   uint32_t restricted_set(uint32_t set) const { return restricted_set_[set]; }
   static constexpr uint32_t kEmptySet = UINT32_MAX;
@@ -81,8 +84,12 @@ class BoundedSignatures {
   std::vector<std::vector<uint32_t>> position_memo_, rule_memo_;
   std::unordered_map<std::string, uint32_t, BytesHash, std::equal_to<>> ids_;
   std::vector<uint32_t> alternative_ids_;  // rule()'s stack of alternative ids
-  PairIds ids3_[3];                        // per tag, keyed by a << 32 | b
-  uint32_t next_id_ = 2;                   // 0: kNone, 1: kEnd
+  std::vector<uint32_t> shape_;            // per rule, kUnset until asked
+  std::unordered_map<std::string, uint32_t> shapes_;
+  std::vector<uint32_t> template_words_;  // rule()'s stack of template keys
+  std::unordered_map<std::string, uint32_t, BytesHash, std::equal_to<>> templates_;
+  PairIds ids3_[3];       // per tag, keyed by a << 32 | b
+  uint32_t next_id_ = 2;  // 0: kNone, 1: kEnd
   int recursion_ = 0;
 };
 
