@@ -42,7 +42,8 @@ BoundedSignatures::BoundedSignatures(const Grammar& grammar, int max_depth, cons
       max_depth_(max_depth),
       restricted_set_(grammar.n_byte_sets()),
       position_memo_(grammar.elements().size()),
-      rule_memo_(grammar.rules().size()) {
+      rule_memo_(grammar.rules().size()),
+      shape_(grammar.rules().size(), kUnset) {
   // Sets with the same intersection share an id; over every byte that is the set's own id.
   const bool every_byte = alphabet.bits == all_bytes().bits;
   std::map<std::array<uint64_t, 4>, uint32_t> ids;
@@ -130,16 +131,18 @@ uint32_t BoundedSignatures::position(uint32_t pos, int depth) {
 }
 
 uint32_t BoundedSignatures::shape(uint32_t r) {
-  if (shape_.empty()) shape_.assign(grammar_.rules().size(), kUnset);
   if (shape_[r] != kUnset) return shape_[r];
+  // Each element as its kind, and a byte set's restricted id after it: no id can pass for a
+  // kind (kEmptySet is kUnset's value), so two shapes are equal only element for element.
   std::string key;
+  const auto append = [&key](uint32_t word) {
+    key.append(reinterpret_cast<const char*>(&word), sizeof(word));
+  };
   for (uint32_t alt : grammar_.rules()[r].alternatives) {
     for (uint32_t pos = alt;; ++pos) {
       const Element& e = grammar_.element(pos);
-      const uint32_t word = e.kind == ElementKind::kBytes  ? restricted_set(e.value)
-                            : e.kind == ElementKind::kRule ? kUnset - 1
-                                                           : kUnset;
-      key.append(reinterpret_cast<const char*>(&word), sizeof(word));
+      append(static_cast<uint32_t>(e.kind));
+      if (e.kind == ElementKind::kBytes) append(restricted_set(e.value));
       if (e.kind == ElementKind::kEnd) break;
     }
   }
@@ -184,15 +187,17 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
   // up by template first: the thousand levels of a maxLength chain share their shape, so a level
   // costs its calls' lookups instead of a signature per element of every alternative.
   const size_t words_begin = template_words_.size();
+  const auto template_key = [&] {
+    return std::string_view(reinterpret_cast<const char*>(template_words_.data() + words_begin),
+                            (template_words_.size() - words_begin) * sizeof(uint32_t));
+  };
   const bool templated = grammar_.rules()[r].alternatives.size() > 2;
   if (templated) {
     if (!push_template_key(r, depth)) {
       template_words_.resize(words_begin);
       return memo = next_id_++;
     }
-    const std::string_view key(reinterpret_cast<const char*>(template_words_.data() + words_begin),
-                               (template_words_.size() - words_begin) * sizeof(uint32_t));
-    if (auto it = templates_.find(key); it != templates_.end()) {
+    if (auto it = templates_.find(template_key()); it != templates_.end()) {
       template_words_.resize(words_begin);
       return memo = it->second;
     }
@@ -229,9 +234,7 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
     alternative_ids_.resize(begin);
   }
   if (templated) {
-    const std::string_view key(reinterpret_cast<const char*>(template_words_.data() + words_begin),
-                               (template_words_.size() - words_begin) * sizeof(uint32_t));
-    templates_.emplace(std::string(key), id);
+    templates_.emplace(std::string(template_key()), id);
     template_words_.resize(words_begin);
   }
   memo = id;

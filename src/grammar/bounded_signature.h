@@ -40,7 +40,8 @@ class BoundedSignatures {
   uint32_t position(uint32_t pos, int depth);
 
  private:
-  // Sets of three or more ids, as their bytes: looked up without building a key.
+  // Keys of uint32 words (sets of three or more ids, rule templates), as their bytes: looked up
+  // without building a string.
   struct BytesHash {
     using is_transparent = void;
     size_t operator()(std::string_view bytes) const;
@@ -84,7 +85,7 @@ class BoundedSignatures {
   std::vector<std::vector<uint32_t>> position_memo_, rule_memo_;
   std::unordered_map<std::string, uint32_t, BytesHash, std::equal_to<>> ids_;
   std::vector<uint32_t> alternative_ids_;  // rule()'s stack of alternative ids
-  std::vector<uint32_t> shape_;            // per rule, kUnset until asked
+  std::vector<uint32_t> shape_;            // per rule, kUnset until shape() is asked
   std::unordered_map<std::string, uint32_t> shapes_;
   std::vector<uint32_t> template_words_;  // rule()'s stack of template keys
   std::unordered_map<std::string, uint32_t, BytesHash, std::equal_to<>> templates_;

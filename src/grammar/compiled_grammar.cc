@@ -19,8 +19,14 @@ namespace {
 // (TokenSignatures).
 constexpr size_t kShortTokenBytes = 32;
 // Compiling keeps one stack pool across positions (so remembered steps serve them all) and
-// starts it over past this many nodes, bounding its memory (12 bytes a node, 16 per step).
-constexpr size_t kMaxPoolNodes = size_t{1} << 22;
+// starts it over, with the advancer's remembered steps, past 4M nodes: a bound on its memory
+// (12 bytes a node, 16 per step).
+void bound_pool(StackPool* pool, Advancer* advancer) {
+  constexpr size_t kMaxPoolNodes = size_t{1} << 22;
+  if (pool->size() <= kMaxPoolNodes) return;
+  pool->clear();
+  advancer->forget_steps();
+}
 
 bool merge_into(ByteSet* to, const ByteSet& from) {
   bool changed = false;
@@ -231,7 +237,6 @@ class FirstByteGroupCache {
   std::string key_;
 };
 
-// The union of cached groups as one position's token sets.
 // Appends each group's `field` (sorted when the group was walked: groups are shared by many
 // positions) and merges the runs pairwise, n log(groups), where sorting all n again was a
 // tenth of a compile.
@@ -258,6 +263,7 @@ void merge_sorted_fields(std::span<const FirstByteGroup* const> groups,
   }
 }
 
+// The union of cached groups as one position's token sets.
 PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_t words) {
   PositionTokens out;
   size_t n_accepted = 0;
@@ -389,12 +395,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
       ++stats_.positions;
       continue;
     }
-    // The pool is kept across positions, so remembered steps serve every position whose walk
-    // reaches the same stacks; it is dropped only past a bound on its memory.
-    if (pool.size() > kMaxPoolNodes) {
-      pool.clear();
-      advancer.forget_steps();
-    }
+    bound_pool(&pool, &advancer);
     advancer.start_at(pos, &start);
     groups.clear();
     for (unsigned b = 0; b < 256; ++b) {
@@ -510,10 +511,7 @@ Status CompiledGrammar::precompute_closed_leftovers(CompileMeter* meter) {
       if (leftover_cache_.count(key)) continue;
       const PositionTokens& t = tokens_[tokens_index_[top]];
       if (meter) STRATA_RETURN_IF_ERROR(meter->charge(1 + t.leftovers.size() / 16));
-      if (pool.size() > kMaxPoolNodes) {
-        pool.clear();
-        advancer.forget_steps();
-      }
+      bound_pool(&pool, &advancer);
       advancer.pop_frame(pool.intern(top, pool.intern(ret, kBottom)), &below);
       auto flags = std::make_shared<std::vector<uint8_t>>();
       accept_leftovers(t.leftovers, t.max_leftover_length, advancer, below, scratch, flags.get());

@@ -232,8 +232,7 @@ class Parser {
     } else {
       const uint32_t group = new_rule(owner);
       grammar_.rules[group].alternatives.push_back(std::move(unit_items));
-      unit.kind = Item::Kind::kRule;
-      unit.rule = group;
+      unit = rule_item(group);
     }
     const uint64_t n_optional = max < 0 ? 1 : static_cast<uint64_t>(max) - min;
     // Bounded optional copies are rules "at most i more units", the same whatever repeats them:
@@ -253,38 +252,31 @@ class Parser {
     if (!chain) {
       for (uint32_t i = 0; i < min; ++i) seq->push_back(unit);
     }
-    Item ref;
-    ref.kind = Item::Kind::kRule;
+    uint32_t ref = 0;  // the rule for what follows the copies made so far
     if (at_most) {
       while (at_most->size() < n_optional) {
         const uint32_t rule = new_rule(owner);
         Sequence body{unit};
-        if (!at_most->empty()) {
-          body.push_back(ref);
-          body.back().rule = at_most->back();
-        }
+        if (!at_most->empty()) body.push_back(rule_item(at_most->back()));
         grammar_.rules[rule].alternatives = {std::move(body), Sequence{}};
         at_most->push_back(rule);
       }
-      if (n_optional > 0) ref.rule = (*at_most)[n_optional - 1];
+      if (n_optional > 0) ref = (*at_most)[n_optional - 1];
     } else {
       const uint32_t rule = new_rule(owner);  // unit*: rule ::= unit rule | ""
-      Item self;
-      self.kind = Item::Kind::kRule;
-      self.rule = rule;
-      grammar_.rules[rule].alternatives = {Sequence{unit, self}, Sequence{}};
-      ref.rule = rule;
+      grammar_.rules[rule].alternatives = {Sequence{unit, rule_item(rule)}, Sequence{}};
+      ref = rule;
     }
     bool have_ref = n_optional > 0;
     for (uint32_t i = 0; chain && i < min; ++i) {
       const uint32_t rule = new_rule(owner);
       Sequence body{unit};
-      if (have_ref) body.push_back(ref);
+      if (have_ref) body.push_back(rule_item(ref));
       grammar_.rules[rule].alternatives = {std::move(body)};
-      ref.rule = rule;
+      ref = rule;
       have_ref = true;
     }
-    if (have_ref) seq->push_back(ref);
+    if (have_ref) seq->push_back(rule_item(ref));
     return ok_status();
   }
 
@@ -343,12 +335,10 @@ class Parser {
       } else if (is_word_char(c)) {
         const size_t start = pos_;
         while (is_word_char(peek())) ++pos_;
-        Item item;
-        item.kind = Item::Kind::kRule;
-        item.rule = rule_id(text_.substr(start, pos_ - start), start);
+        const uint32_t rule = rule_id(text_.substr(start, pos_ - start), start);
         last_start = seq.size();
         have_last = true;
-        seq.push_back(std::move(item));
+        seq.push_back(rule_item(rule));
         STRATA_RETURN_IF_ERROR(count_items(1));
       } else if (c == '(') {
         ++pos_;
@@ -358,12 +348,9 @@ class Parser {
         grammar_.rules[group].alternatives = std::move(alternatives);
         if (peek() != ')') return error_at(pos_, "expected ')'");
         ++pos_;
-        Item item;
-        item.kind = Item::Kind::kRule;
-        item.rule = group;
         last_start = seq.size();
         have_last = true;
-        seq.push_back(std::move(item));
+        seq.push_back(rule_item(group));
         STRATA_RETURN_IF_ERROR(count_items(1));
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
         if (!have_last) return error_at(pos_, std::string("'") + c + "' with nothing to repeat");
@@ -403,6 +390,13 @@ class Parser {
       skip_space(nested);
     }
     return seq;
+  }
+
+  static Item rule_item(uint32_t rule) {
+    Item item;
+    item.kind = Item::Kind::kRule;
+    item.rule = rule;
+    return item;
   }
 
   // What identifies a repeated unit: its rule, or its character class.

@@ -173,6 +173,17 @@ void Advancer::forget_sets() {
   ++sets_generation_;
 }
 
+Advancer::Step Advancer::keep(std::span<const uint32_t> tops, bool can_end,
+                              std::vector<uint32_t>* arena) {
+  Step kept;
+  kept.begin = static_cast<uint32_t>(arena->size());
+  arena->insert(arena->end(), tops.begin(), tops.end());
+  kept.end = static_cast<uint32_t>(arena->size());
+  kept.can_end = can_end;
+  kept.known = true;
+  return kept;
+}
+
 const Advancer::Step& Advancer::step_of(uint32_t top) {
   if (top >= steps_.size()) steps_.resize(std::max<size_t>(top + 1, 2 * steps_.size()));
   if (steps_[top].known) return steps_[top];
@@ -181,13 +192,7 @@ const Advancer::Step& Advancer::step_of(uint32_t top) {
   const StackNode node = (*pool_)[top];
   closure(node.pos + 1, node.parent, &scratch_);
   finish_step(&scratch_);
-  Step& step = steps_[top];
-  step.begin = static_cast<uint32_t>(step_tops_.size());
-  step_tops_.insert(step_tops_.end(), scratch_.tops.begin(), scratch_.tops.end());
-  step.end = static_cast<uint32_t>(step_tops_.size());
-  step.can_end = scratch_.can_end;
-  step.known = true;
-  return step;
+  return steps_[top] = keep(scratch_.tops, scratch_.can_end, &step_tops_);
 }
 
 // Deduplicated by a stamp per node rather than sorted: an ambiguous parse has thousands of
@@ -223,14 +228,7 @@ uint32_t Advancer::set_id(const StackSet& set) {
                   set.tops.size() * sizeof(uint32_t));
   key.push_back(set.can_end ? 1 : 0);
   const auto [it, inserted] = set_ids_.emplace(std::move(key), static_cast<uint32_t>(sets_.size()));
-  if (inserted) {
-    Step& kept = sets_.emplace_back();
-    kept.begin = static_cast<uint32_t>(set_tops_.size());
-    set_tops_.insert(set_tops_.end(), set.tops.begin(), set.tops.end());
-    kept.end = static_cast<uint32_t>(set_tops_.size());
-    kept.can_end = set.can_end;
-    kept.known = true;
-  }
+  if (inserted) sets_.push_back(keep(set.tops, set.can_end, &set_tops_));
   return it->second;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -93,17 +94,20 @@ class Advancer {
   void forget_steps();
 
  private:
-  // A node's step (kept per node id) or a remembered set: where its tops lie in step_tops_.
+  // A node's step (kept per node id, in step_tops_) or a remembered set (in set_tops_): where
+  // its tops lie.
   struct Step {
     uint32_t begin = 0, end = 0;
     bool can_end = false;
     bool known = false;
   };
+  // `tops` appended to `arena`, and where they lie there.
+  static Step keep(std::span<const uint32_t> tops, bool can_end, std::vector<uint32_t>* arena);
   const Step& step_of(uint32_t top);
   void advance_remembered(const StackSet& in, uint8_t byte, StackSet* out);
   // The union of the steps of in's tops that take `byte`.
   void union_of_steps(const StackSet& in, uint8_t byte, StackSet* out);
-  // The remembered id of `set` (interned on first sight), and the set itself.
+  // The remembered id of `set`, interned on first sight.
   uint32_t set_id(const StackSet& set);
   void forget_sets();
   void closure(uint32_t pos, uint32_t parent, StackSet* out);
