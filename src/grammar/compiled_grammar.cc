@@ -280,7 +280,7 @@ PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_
   merge_sorted_fields(groups, &FirstByteGroup::uncertain, &uncertain);
   for (const auto& [leftover, id] : uncertain) {
     if (out.leftovers.empty() || out.leftovers.back() != leftover) {
-      out.leftovers.emplace_back(leftover);
+      out.leftovers.push_back(leftover);
       out.max_leftover_length = std::max(out.max_leftover_length, leftover.size());
     }
     out.uncertain.push_back({static_cast<uint32_t>(out.leftovers.size() - 1), id});
@@ -455,7 +455,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
     stats_.max_leftovers = std::max(stats_.max_leftovers, out.leftovers.size());
     stats_.cache_bytes +=
         out.accepted_bits.size() * 4 + out.accepted_ids.size() * 4 + out.uncertain.size() * 8;
-    for (const auto& str : out.leftovers) stats_.cache_bytes += str.size() + sizeof(std::string);
+    stats_.cache_bytes += out.leftovers.size() * sizeof(std::string_view);
   }
   // Leftovers are what follows a token's first byte, so they fit the signatures' depth.
   for (const PositionTokens& t : tokens_) {

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -36,8 +37,9 @@ struct PositionTokens {
   std::vector<int32_t> accepted_ids;    // ascending token ids
   // What is left of uncertain tokens where they leave the rule, ascending and unique, and the
   // (leftover index, token id) pairs: a token is allowed when one of its leftovers is accepted
-  // by the stacks below the position.
-  std::vector<std::string> leftovers;
+  // by the stacks below the position. Leftovers are tails of the vocabulary's pieces, which the
+  // compiled grammar holds.
+  std::vector<std::string_view> leftovers;
   std::vector<std::pair<uint32_t, int32_t>> uncertain;
   size_t max_leftover_length = 0;
 };

@@ -96,7 +96,7 @@ void walk_strings(std::span<const uint32_t> indices, PieceOf&& piece_of, size_t 
 
 // accepted[k]: whether `start` accepts leftovers[k] whole (leftovers ascending, at most
 // max_length bytes): the mask-time check of uncertain tokens, and its precomputed form.
-inline void accept_leftovers(std::span<const std::string> leftovers, size_t max_length,
+inline void accept_leftovers(std::span<const std::string_view> leftovers, size_t max_length,
                              Advancer& advancer, const StackSet& start, TokenWalkScratch& scratch,
                              std::vector<uint8_t>* accepted) {
   accepted->assign(leftovers.size(), 0);
@@ -104,8 +104,8 @@ inline void accept_leftovers(std::span<const std::string> leftovers, size_t max_
   std::vector<uint32_t> indices(leftovers.size());
   std::iota(indices.begin(), indices.end(), 0u);
   walk_strings(
-      indices, [&](uint32_t k) { return std::string_view(leftovers[k]); }, max_length, advancer,
-      start, nullptr, scratch, [&](uint32_t k, bool ok, size_t) { (*accepted)[k] = ok; });
+      indices, [&](uint32_t k) { return leftovers[k]; }, max_length, advancer, start, nullptr,
+      scratch, [&](uint32_t k, bool ok, size_t) { (*accepted)[k] = ok; });
 }
 
 }  // namespace strata::grammar
