@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <map>
 #include <span>
-#include <string_view>
 
 namespace strata::grammar {
 namespace {
@@ -26,10 +24,6 @@ uint32_t& memo_slot(std::vector<std::vector<uint32_t>>& memo, uint32_t index, in
 }
 
 }  // namespace
-
-size_t BoundedSignatures::BytesHash::operator()(std::string_view bytes) const {
-  return std::hash<std::string_view>()(bytes);
-}
 
 ByteSet BoundedSignatures::all_bytes() {
   ByteSet all;
@@ -60,42 +54,9 @@ BoundedSignatures::BoundedSignatures(const Grammar& grammar, int max_depth, cons
 }
 
 uint32_t BoundedSignatures::intern(std::span<const uint32_t> ids) {
-  const std::string_view key(reinterpret_cast<const char*>(ids.data()),
-                             ids.size() * sizeof(uint32_t));
-  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
-  ids_.emplace(std::string(key), next_id_);
+  if (const uint32_t id = ids_.find(ids); id != kNoId) return id;
+  ids_.add(ids, next_id_);
   return next_id_++;
-}
-
-uint32_t BoundedSignatures::PairIds::find_or_add(uint64_t key, uint32_t* next_id) {
-  if (2 * (size_ + 1) > keys_.size()) grow();
-  const size_t mask = keys_.size() - 1;
-  for (size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> shift_;; slot = (slot + 1) & mask) {
-    if (keys_[slot] == key) return values_[slot];
-    if (keys_[slot] == kEmpty) {
-      keys_[slot] = key;
-      values_[slot] = (*next_id)++;
-      ++size_;
-      return values_[slot];
-    }
-  }
-}
-
-void BoundedSignatures::PairIds::grow() {
-  std::vector<uint64_t> keys = std::move(keys_);
-  std::vector<uint32_t> values = std::move(values_);
-  const size_t capacity = std::max<size_t>(1024, 2 * keys.size());
-  keys_.assign(capacity, kEmpty);
-  values_.assign(capacity, 0);
-  shift_ = 64 - std::countr_zero(capacity);
-  const size_t mask = capacity - 1;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i] == kEmpty) continue;
-    size_t slot = (keys[i] * 0x9E3779B97F4A7C15ULL) >> shift_;
-    while (keys_[slot] != kEmpty) slot = (slot + 1) & mask;
-    keys_[slot] = keys[i];
-    values_[slot] = values[i];
-  }
 }
 
 uint32_t BoundedSignatures::intern3(uint32_t tag, uint32_t a, uint32_t b) {
@@ -134,10 +95,8 @@ uint32_t BoundedSignatures::shape(uint32_t r) {
   if (shape_[r] != kUnset) return shape_[r];
   // Each element as its kind, and a byte set's restricted id after it: no id can pass for a
   // kind (kEmptySet is kUnset's value), so two shapes are equal only element for element.
-  std::string key;
-  const auto append = [&key](uint32_t word) {
-    key.append(reinterpret_cast<const char*>(&word), sizeof(word));
-  };
+  shape_words_.clear();
+  const auto append = [this](uint32_t word) { shape_words_.push_back(word); };
   for (uint32_t alt : grammar_.rules()[r].alternatives) {
     for (uint32_t pos = alt;; ++pos) {
       const Element& e = grammar_.element(pos);
@@ -146,8 +105,12 @@ uint32_t BoundedSignatures::shape(uint32_t r) {
       if (e.kind == ElementKind::kEnd) break;
     }
   }
-  return shape_[r] =
-             shapes_.emplace(std::move(key), static_cast<uint32_t>(shapes_.size())).first->second;
+  uint32_t id = shapes_.find(shape_words_);
+  if (id == kNoId) {
+    id = static_cast<uint32_t>(shapes_.size());
+    shapes_.add(shape_words_, id);
+  }
+  return shape_[r] = id;
 }
 
 // The key of rule r at `depth` as a template: its shape, the depth, and for each call in its
@@ -187,9 +150,10 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
   // up by template first: the thousand levels of a maxLength chain share their shape, so a level
   // costs its calls' lookups instead of a signature per element of every alternative.
   const size_t words_begin = template_words_.size();
+  // template_words_ may reallocate while the alternatives are walked: a span made each time.
   const auto template_key = [&] {
-    return std::string_view(reinterpret_cast<const char*>(template_words_.data() + words_begin),
-                            (template_words_.size() - words_begin) * sizeof(uint32_t));
+    return std::span<const uint32_t>(template_words_.data() + words_begin,
+                                     template_words_.size() - words_begin);
   };
   const bool templated = grammar_.rules()[r].alternatives.size() > 2;
   if (templated) {
@@ -197,9 +161,9 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
       template_words_.resize(words_begin);
       return memo = next_id_++;
     }
-    if (auto it = templates_.find(template_key()); it != templates_.end()) {
+    if (const uint32_t id = templates_.find(template_key()); id != kNoId) {
       template_words_.resize(words_begin);
-      return memo = it->second;
+      return memo = id;
     }
   }
   // A set of one id is that id (a rule of one alternative means what the alternative means),
@@ -234,7 +198,7 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
     alternative_ids_.resize(begin);
   }
   if (templated) {
-    templates_.emplace(std::string(template_key()), id);
+    templates_.add(template_key(), id);
     template_words_.resize(words_begin);
   }
   memo = id;
@@ -251,9 +215,7 @@ uint32_t TokenSignatures::position(uint32_t pos, int depth) {
   const uint32_t short_id = short_.position(pos, std::min(depth, short_depth_));
   const uint32_t long_id = depth > short_depth_ ? long_.position(pos, depth) : kNone;
   // Ids from 1: 0 stays free for callers that mean "none".
-  return pairs_
-      .emplace(uint64_t{short_id} << 32 | long_id, static_cast<uint32_t>(pairs_.size() + 1))
-      .first->second;
+  return pairs_.find_or_add(uint64_t{short_id} << 32 | long_id, &next_pair_id_);
 }
 
 }  // namespace strata::grammar

@@ -23,12 +23,10 @@
 
 #include <cstdint>
 #include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/interned_ids.h"
 
 namespace strata::grammar {
 
@@ -40,28 +38,6 @@ class BoundedSignatures {
   uint32_t position(uint32_t pos, int depth);
 
  private:
-  // Keys of uint32 words (sets of three or more ids, rule templates), as their bytes: looked up
-  // without building a string.
-  struct BytesHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view bytes) const;
-  };
-  // Ids of (a, b) pairs: open addressing with linear probing, a table of 64-bit keys at most half
-  // full. The pairs are most of a compile's signature work (millions on a large schema), where
-  // std::unordered_map's node per entry cost a third of the compile.
-  class PairIds {
-   public:
-    // The id of `key`, or `next` (and next + 1 left in *next_id) when it is new.
-    uint32_t find_or_add(uint64_t key, uint32_t* next_id);
-
-   private:
-    void grow();
-    static constexpr uint64_t kEmpty = UINT64_MAX;  // no pair of ids (both < 2^32 - 1) is this
-    std::vector<uint64_t> keys_;
-    std::vector<uint32_t> values_;
-    size_t size_ = 0;
-    int shift_ = 64;  // slot = hash >> shift_ (64 - log2 of the capacity)
-  };
   uint32_t rule(uint32_t rule, int depth);
   // Rule templates (rule()): a rule's alternatives with their calls left open.
   uint32_t shape(uint32_t rule);
@@ -83,13 +59,14 @@ class BoundedSignatures {
   // Memo tables indexed [index][depth], allocated for an index when it is first asked for;
   // kUnset where not computed yet.
   std::vector<std::vector<uint32_t>> position_memo_, rule_memo_;
-  std::unordered_map<std::string, uint32_t, BytesHash, std::equal_to<>> ids_;
+  WordIds ids_;
   std::vector<uint32_t> alternative_ids_;  // rule()'s stack of alternative ids
   std::vector<uint32_t> shape_;            // per rule, kUnset until shape() is asked
-  std::unordered_map<std::string, uint32_t> shapes_;
+  WordIds shapes_;
+  std::vector<uint32_t> shape_words_;     // shape()'s buffer
   std::vector<uint32_t> template_words_;  // rule()'s stack of template keys
-  std::unordered_map<std::string, uint32_t, BytesHash, std::equal_to<>> templates_;
-  PairIds ids3_[3];       // per tag, keyed by a << 32 | b
+  WordIds templates_;
+  KeyIds ids3_[3];        // per tag, keyed by a << 32 | b
   uint32_t next_id_ = 2;  // 0: kNone, 1: kEnd
   int recursion_ = 0;
 };
@@ -113,7 +90,8 @@ class TokenSignatures {
  private:
   int short_depth_;
   BoundedSignatures short_, long_;
-  std::unordered_map<uint64_t, uint32_t> pairs_;  // (short id, long id or 0) -> position id
+  KeyIds pairs_;  // (short id, long id or 0) -> position id
+  uint32_t next_pair_id_ = 1;
 };
 
 }  // namespace strata::grammar

@@ -224,12 +224,15 @@ uint32_t Advancer::set_id(const StackSet& set) {
   if (set.remembered >> 32 == sets_generation_) {
     return static_cast<uint32_t>(set.remembered) - 1;
   }
-  std::string key(reinterpret_cast<const char*>(set.tops.data()),
-                  set.tops.size() * sizeof(uint32_t));
-  key.push_back(set.can_end ? 1 : 0);
-  const auto [it, inserted] = set_ids_.emplace(std::move(key), static_cast<uint32_t>(sets_.size()));
-  if (inserted) sets_.push_back(keep(set.tops, set.can_end, &set_tops_));
-  return it->second;
+  set_key_.assign(set.tops.begin(), set.tops.end());
+  set_key_.push_back(set.can_end ? 1 : 0);
+  uint32_t id = set_ids_.find(set_key_);
+  if (id == kNoId) {
+    id = static_cast<uint32_t>(sets_.size());
+    set_ids_.add(set_key_, id);
+    sets_.push_back(keep(set.tops, set.can_end, &set_tops_));
+  }
+  return id;
 }
 
 void Advancer::advance_remembered(const StackSet& in, uint8_t byte, StackSet* out) {
@@ -238,9 +241,8 @@ void Advancer::advance_remembered(const StackSet& in, uint8_t byte, StackSet* ou
   if (set_tops_.size() > kMaxRememberedTops) forget_sets();
   const uint32_t from = set_id(in);
   const uint64_t transition = uint64_t{from} << 8 | byte;
-  uint32_t to = 0;
-  if (auto it = transitions_.find(transition); it != transitions_.end()) {
-    to = it->second;
+  uint32_t to = transitions_.find(transition);
+  if (to != kNoId) {
     const Step& kept = sets_[to];
     out->tops.assign(set_tops_.begin() + kept.begin, set_tops_.begin() + kept.end);
     out->can_end = kept.can_end;
@@ -248,7 +250,7 @@ void Advancer::advance_remembered(const StackSet& in, uint8_t byte, StackSet* ou
     union_of_steps(in, byte, out);
     if (overflowed_) return;
     to = set_id(*out);
-    transitions_.emplace(transition, to);
+    transitions_.add(transition, to);
   }
   out->remembered = uint64_t{sets_generation_} << 32 | (to + 1);
 }

@@ -10,11 +10,10 @@
 
 #include <cstdint>
 #include <span>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/interned_ids.h"
 
 namespace strata::grammar {
 
@@ -133,8 +132,9 @@ class Advancer {
   // sets_generation_ << 32 | (id + 1), so a set from before forget_sets() reads as unknown.
   std::vector<Step> sets_;
   std::vector<uint32_t> set_tops_;
-  std::unordered_map<std::string, uint32_t> set_ids_;
-  std::unordered_map<uint64_t, uint32_t> transitions_;
+  WordIds set_ids_;
+  std::vector<uint32_t> set_key_;  // set_id()'s buffer
+  KeyIds transitions_;
   uint32_t sets_generation_ = 1;
   StackSet scratch_;
 };
