@@ -31,27 +31,34 @@ ByteSet BoundedSignatures::all_bytes() {
   return all;
 }
 
-BoundedSignatures::BoundedSignatures(const Grammar& grammar, int max_depth, const ByteSet& alphabet)
-    : grammar_(grammar),
-      max_depth_(max_depth),
-      restricted_set_(grammar.n_byte_sets()),
-      position_memo_(grammar.elements().size()),
-      rule_memo_(grammar.rules().size()),
-      shape_(grammar.rules().size(), kUnset) {
-  // Sets with the same intersection share an id; over every byte that is the set's own id.
+// Per byte-set id: the id of its intersection with the alphabet (kEmptySet when empty). Sets with
+// the same intersection share an id; over every byte that is the set's own id.
+std::vector<uint32_t> BoundedSignatures::restricted_sets(const Grammar& grammar,
+                                                         const ByteSet& alphabet) {
+  std::vector<uint32_t> restricted(grammar.n_byte_sets());
   const bool every_byte = alphabet.bits == all_bytes().bits;
   std::map<std::array<uint64_t, 4>, uint32_t> ids;
-  for (uint32_t set = 0; set < restricted_set_.size(); ++set) {
+  for (uint32_t set = 0; set < restricted.size(); ++set) {
     std::array<uint64_t, 4> bits = grammar.byte_set(set).bits;
     for (int w = 0; w < 4; ++w) bits[w] &= alphabet.bits[w];
     if (bits == std::array<uint64_t, 4>{}) {
-      restricted_set_[set] = kEmptySet;
+      restricted[set] = kEmptySet;
     } else {
-      restricted_set_[set] =
+      restricted[set] =
           every_byte ? set : ids.emplace(bits, static_cast<uint32_t>(ids.size())).first->second;
     }
   }
+  return restricted;
 }
+
+BoundedSignatures::BoundedSignatures(const Grammar& grammar, int max_depth, const ByteSet& alphabet)
+    : grammar_(grammar),
+      max_depth_(max_depth),
+      restricted_set_(restricted_sets(grammar, alphabet)),
+      position_memo_(grammar.elements().size()),
+      rule_memo_(grammar.rules().size()),
+      shape_(grammar.rules().size(), kUnset),
+      chains_(grammar, restricted_set_) {}
 
 uint32_t BoundedSignatures::intern(std::span<const uint32_t> ids) {
   if (const uint32_t id = ids_.find(ids); id != kNoId) return id;
@@ -146,6 +153,15 @@ bool BoundedSignatures::push_template_key(uint32_t r, int depth) {
 uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
   uint32_t& memo = memo_slot(rule_memo_, r, depth, max_depth_);
   if (memo != kUnset) return memo;
+  // A level of a repetition chain deep enough has the id of every such level of its shape: the
+  // thousand levels of a block cost one signature per depth, not one each.
+  const uint32_t chain = chains_.shape(r);
+  const bool chained =
+      chain != RepetitionChains::kNone && chains_.levels_below(r) > static_cast<uint32_t>(depth);
+  const uint64_t chain_key = uint64_t{chain} << 32 | static_cast<uint32_t>(depth);
+  if (chained) {
+    if (const uint32_t id = chain_ids_.find(chain_key); id != kNoId) return memo = id;
+  }
   // Rules of many alternatives (a string's character, each level of a length chain) are looked
   // up by template first: the thousand levels of a maxLength chain share their shape, so a level
   // costs its calls' lookups instead of a signature per element of every alternative.
@@ -201,6 +217,7 @@ uint32_t BoundedSignatures::rule(uint32_t r, int depth) {
     templates_.add(template_key(), id);
     template_words_.resize(words_begin);
   }
+  if (chained && chain_ids_.find(chain_key) == kNoId) chain_ids_.add(chain_key, id);
   memo = id;
   return id;
 }

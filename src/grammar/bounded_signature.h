@@ -27,6 +27,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/interned_ids.h"
+#include "grammar/repetition_chains.h"
 
 namespace strata::grammar {
 
@@ -42,7 +43,7 @@ class BoundedSignatures {
   // Rule templates (rule()): a rule's alternatives with their calls left open.
   uint32_t shape(uint32_t rule);
   bool push_template_key(uint32_t rule, int depth);
-  // Per byte-set id: the id of its intersection with the alphabet (kEmptySet when empty).
+  static std::vector<uint32_t> restricted_sets(const Grammar& grammar, const ByteSet& alphabet);
   uint32_t restricted_set(uint32_t set) const { return restricted_set_[set]; }
   static constexpr uint32_t kEmptySet = UINT32_MAX;
   // The id of a rule's set of alternative ids (ascending, three or more).
@@ -66,6 +67,10 @@ class BoundedSignatures {
   std::vector<uint32_t> shape_words_;     // shape()'s buffer
   std::vector<uint32_t> template_words_;  // rule()'s stack of template keys
   WordIds templates_;
+  // Levels of repetition chains: (chain shape << 32 | depth) -> the id of every level with more
+  // than `depth` levels below it (repetition_chains.h).
+  RepetitionChains chains_;
+  KeyIds chain_ids_;
   KeyIds ids3_[3];        // per tag, keyed by a << 32 | b
   uint32_t next_id_ = 2;  // 0: kNone, 1: kEnd
   int recursion_ = 0;
