@@ -192,8 +192,8 @@ class FirstByteGroupCache {
   // the part's index): each stack as the signatures of its nodes' positions for the `depth`
   // bytes a token of the part has left, top to bottom, the stacks sorted. Built in buffers the
   // cache keeps (it is asked for at every byte of every position), valid until the next call.
-  const std::string& key(const StackSet& after, uint32_t part, uint32_t follow_id, int depth,
-                         const StackPool& pool, TokenSignatures& signatures) {
+  std::span<const uint32_t> key(const StackSet& after, uint32_t part, uint32_t follow_id, int depth,
+                                const StackPool& pool, TokenSignatures& signatures) {
     if (stacks_.size() < after.tops.size()) stacks_.resize(after.tops.size());
     const auto stacks_end = stacks_.begin() + static_cast<std::ptrdiff_t>(after.tops.size());
     for (size_t i = 0; i < after.tops.size(); ++i) {
@@ -204,45 +204,45 @@ class FirstByteGroupCache {
       }
     }
     std::sort(stacks_.begin(), stacks_end);
-    key_.clear();
-    CompiledGrammar::append_key_word(&key_, follow_id);
-    CompiledGrammar::append_key_word(&key_, part);
-    CompiledGrammar::append_key_word(&key_, after.can_end ? 1u : 0u);
+    key_.assign({follow_id, part, after.can_end ? 1u : 0u});
     for (auto it = stacks_.begin(); it != stacks_end; ++it) {
       if (it != stacks_.begin() && *it == *(it - 1)) continue;
-      for (uint32_t word : *it) CompiledGrammar::append_key_word(&key_, word);
-      CompiledGrammar::append_key_word(&key_, kBottom);
+      key_.insert(key_.end(), it->begin(), it->end());
+      key_.push_back(kBottom);
     }
     return key_;
   }
-  const FirstByteGroup* find(const std::string& key) const {
-    auto it = groups_.find(key);
-    return it == groups_.end() ? nullptr : &it->second;
+  const FirstByteGroup* find(std::span<const uint32_t> key) const {
+    const uint32_t index = ids_.find(key);
+    return index == kNoId ? nullptr : &groups_[index];
   }
-  const FirstByteGroup& insert(std::string key, FirstByteGroup group) {
+  const FirstByteGroup& insert(std::span<const uint32_t> key, FirstByteGroup group) {
     stored_ += group.accepted.size() + group.uncertain.size();
-    return groups_.emplace(std::move(key), std::move(group)).first->second;
+    ids_.add(key, static_cast<uint32_t>(groups_.size()));
+    return groups_.emplace_back(std::move(group));
   }
   // Entries (ids) held: the cache is dropped past a bound so huge grammars stay within memory.
   size_t stored() const { return stored_; }
   void clear() {
+    ids_.clear();
     groups_.clear();
     stored_ = 0;
   }
 
  private:
-  std::unordered_map<std::string, FirstByteGroup> groups_;
+  WordIds ids_;                        // key -> index into groups_
+  std::deque<FirstByteGroup> groups_;  // a deque: references stay valid as it grows
   size_t stored_ = 0;
   std::vector<std::vector<uint32_t>> stacks_;  // key()'s buffers
-  std::string key_;
+  std::vector<uint32_t> key_;
 };
 
 // Appends each group's `field` (sorted when the group was walked: groups are shared by many
 // positions) and merges the runs pairwise, n log(groups), where sorting all n again was a
 // tenth of a compile.
-template <class T>
+template <class T, class Less>
 void merge_sorted_fields(std::span<const FirstByteGroup* const> groups,
-                         std::vector<T> FirstByteGroup::*field, std::vector<T>* out) {
+                         std::vector<T> FirstByteGroup::*field, Less less, std::vector<T>* out) {
   std::vector<size_t> runs{out->size()};  // run boundaries
   for (const FirstByteGroup* group : groups) {
     const std::vector<T>& run = group->*field;
@@ -256,7 +256,7 @@ void merge_sorted_fields(std::span<const FirstByteGroup* const> groups,
       const size_t end = r + 2 < runs.size() ? runs[r + 2] : runs[r + 1];
       std::inplace_merge(out->begin() + static_cast<std::ptrdiff_t>(runs[r]),
                          out->begin() + static_cast<std::ptrdiff_t>(runs[r + 1]),
-                         out->begin() + static_cast<std::ptrdiff_t>(end));
+                         out->begin() + static_cast<std::ptrdiff_t>(end), less);
       merged.push_back(end);
     }
     runs = std::move(merged);
@@ -274,10 +274,16 @@ PositionTokens merge_groups(std::span<const FirstByteGroup* const> groups, size_
       for (int32_t id : group->accepted) out.accepted_bits[id >> 5] |= uint32_t{1} << (id & 31);
     }
   } else {
-    merge_sorted_fields(groups, &FirstByteGroup::accepted, &out.accepted_ids);
+    // Few ids (under one per mask word): sorted here, not in every group, since the large groups
+    // (a string's letters) only ever reach the bitmask above.
+    for (const FirstByteGroup* group : groups) {
+      out.accepted_ids.insert(out.accepted_ids.end(), group->accepted.begin(),
+                              group->accepted.end());
+    }
+    std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
   }
   std::vector<std::pair<std::string_view, int32_t>> uncertain;
-  merge_sorted_fields(groups, &FirstByteGroup::uncertain, &uncertain);
+  merge_sorted_fields(groups, &FirstByteGroup::uncertain, LeftoverLess(), &uncertain);
   for (const auto& [leftover, id] : uncertain) {
     if (out.leftovers.empty() || out.leftovers.back() != leftover) {
       out.leftovers.push_back(leftover);
@@ -403,7 +409,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
       advancer.advance(start, static_cast<uint8_t>(b), &after);
       for (uint32_t i = 0; i < parts[b].size(); ++i) {
         const TokenPart& part = parts[b][i];
-        const std::string& key =
+        const std::span<const uint32_t> key =
             cache.key(after, b | i << 8, follow_id[rule], part.depth, pool, signatures);
         if (const FirstByteGroup* hit = cache.find(key)) {
           groups.push_back(hit);
@@ -430,8 +436,7 @@ Status CompiledGrammar::precompute(CompileMeter* meter) {
               }
             },
             WalkReport::kAcceptedOrEscaping);
-        std::sort(group.accepted.begin(), group.accepted.end());
-        std::sort(group.uncertain.begin(), group.uncertain.end());
+        std::sort(group.uncertain.begin(), group.uncertain.end(), LeftoverLess());
         groups.push_back(&cache.insert(key, std::move(group)));
       }
     }

@@ -34,6 +34,7 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> pieces,
     sorted_bytes_ += pieces_[sorted_ids_[k]];
   }
   sorted_offsets_.push_back(static_cast<uint32_t>(sorted_bytes_.size()));
+  sorted_bytes_.append(kPieceSlack, '\0');
   first_byte_begin_.assign(257, 0);
   size_t k = 0;
   for (unsigned b = 0; b < 256; ++b) {

@@ -37,7 +37,10 @@ class TokenVocabulary {
   size_t n_sorted() const { return sorted_ids_.size(); }
   int32_t sorted_id(uint32_t k) const { return sorted_ids_[k]; }
   // Read from one buffer in sorted order: the compiler walks the pieces in that order, and
-  // reaching each through its id was a cache miss per token (half of a vocabulary walk).
+  // reaching each through its id was a cache miss per token (half of a vocabulary walk). The
+  // buffer holds kPieceSlack zero bytes past the last piece, so that 8 bytes may be loaded at
+  // the start of any piece or tail of one (how the compiler compares leftovers).
+  static constexpr size_t kPieceSlack = 8;
   std::string_view sorted_piece(uint32_t k) const {
     return std::string_view(sorted_bytes_.data() + sorted_offsets_[k],
                             sorted_offsets_[k + 1] - sorted_offsets_[k]);

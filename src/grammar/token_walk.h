@@ -6,16 +6,46 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "grammar/stack_pool.h"
+#include "grammar/token_vocabulary.h"
 
 namespace strata::grammar {
+
+// (leftover, id) pairs in byte order of the leftover (as std::string_view compares), then by id,
+// with the first 8 bytes compared as one integer: leftovers are short tails of pieces, and a
+// memcmp call per comparison was a tenth of a compile. The leftovers must be views into a
+// TokenVocabulary's sorted pieces, which have kPieceSlack readable bytes past their end.
+struct LeftoverLess {
+  static uint64_t head(std::string_view s) {
+    static_assert(TokenVocabulary::kPieceSlack >= sizeof(uint64_t));
+    uint64_t word;
+    std::memcpy(&word, s.data(), sizeof(word));
+    // The first byte most significant.
+    if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap64(word);
+    return s.size() >= 8 ? word : word & ~(~uint64_t{0} >> (8 * s.size()));
+  }
+  bool operator()(const std::pair<std::string_view, int32_t>& a,
+                  const std::pair<std::string_view, int32_t>& b) const {
+    const uint64_t head_a = head(a.first), head_b = head(b.first);
+    if (head_a != head_b) return head_a < head_b;
+    if (a.first.size() > 8 && b.first.size() > 8) {
+      if (const int c = a.first.substr(8).compare(b.first.substr(8)); c != 0) return c < 0;
+    } else if (a.first.size() != b.first.size()) {
+      return a.first.size() < b.first.size();  // equal heads: the shorter is a prefix
+    }
+    return a.second < b.second;
+  }
+};
 
 struct TokenWalkScratch {
   std::vector<StackSet> states;  // states[d]: after the first d bytes of the current string
