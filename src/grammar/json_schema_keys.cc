@@ -25,6 +25,10 @@ std::string class_char(uint32_t c) {
 Result<std::string> Converter::key_not_in(const std::vector<std::string>& names,
                                           const std::string& path) {
   if (names.empty()) return base("string");
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  if (auto it = keys_not_in_.find(sorted); it != keys_not_in_.end()) return it->second;
   // A trie over the names' code points. At each node the key may go on with a child's
   // character, or leave the trie with any other character (then anything may follow), or end
   // there unless a name ends there. Names with characters JSON escapes are not excluded.
@@ -71,7 +75,9 @@ Result<std::string> Converter::key_not_in(const std::vector<std::string>& names,
     if (!trie[i].terminal) body = "(" + body + ")?";
     set_rule(names_of[i], body);
   }
-  return "\"\\\"\" " + names_of[0] + " \"\\\"\"";
+  const std::string key = "\"\\\"\" " + names_of[0] + " \"\\\"\"";
+  keys_not_in_.emplace(std::move(sorted), key);
+  return key;
 }
 
 Result<std::vector<std::string>> Converter::pattern_members(
