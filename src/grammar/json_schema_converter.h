@@ -170,7 +170,7 @@ class Converter {
   // Declared names (sorted) -> the grammar of a key other than them: objects that declare the
   // same properties in many branches (chrome-manifest: 40 copies of a 500-rule trie) share one.
   std::map<std::vector<std::string>, std::string> keys_not_in_;
-  std::map<std::string, const Json*> ids_;             // $id / id / $anchor -> schema
+  std::map<std::string, const Json*> ids_;  // $id / id / $anchor -> schema
   int depth_ = 0;
   size_t grammar_bytes_ = 0;
 };

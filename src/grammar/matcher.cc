@@ -1,6 +1,7 @@
 #include "grammar/matcher.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "grammar/token_walk.h"
@@ -291,19 +292,31 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
   // reach fits the room, and is too far when `below` alone is not. Then only the tokens that
   // may leave a frame (each top's uncertain ones) are walked: inside a string, the pieces with a
   // quote, not the vocabulary.
-  enum class Frames { kFit, kFar, kUnknown };
-  Frames frames = state.tops.empty() ? Frames::kUnknown : Frames::kFit;
-  for (size_t i = 0; i < state.tops.size() && frames != Frames::kUnknown; ++i) {
-    const uint32_t top = state.tops[i];
+  top_frames_.clear();
+  for (uint32_t top : state.tops) {
     uint64_t below = 0;
     for (uint32_t id = pool_[top].parent; id != kBottom; id = pool_[id].parent) {
       below += compiled_->grammar().min_rest(pool_[id].pos);
     }
     const uint32_t reach = flat_reach(pool_[top].pos);
-    Frames this_top = Frames::kUnknown;
-    if (reach != Grammar::kUnbounded && below + reach <= room) this_top = Frames::kFit;
-    if (reach != Grammar::kUnbounded && below > room) this_top = Frames::kFar;
+    Frame frame = Frame::kOpen;
+    if (reach != Grammar::kUnbounded && below + reach <= room) frame = Frame::kFit;
+    if (reach != Grammar::kUnbounded && below > room) frame = Frame::kFar;
+    top_frames_.push_back(frame);
+  }
+  enum class Frames { kFit, kFar, kUnknown };
+  Frames frames = state.tops.empty() ? Frames::kUnknown : Frames::kFit;
+  for (size_t i = 0; i < top_frames_.size() && frames != Frames::kUnknown; ++i) {
+    const Frames this_top = top_frames_[i] == Frame::kFit   ? Frames::kFit
+                            : top_frames_[i] == Frame::kFar ? Frames::kFar
+                                                            : Frames::kUnknown;
     frames = i == 0 || this_top == frames ? this_top : Frames::kUnknown;
+  }
+  if (frames == Frames::kUnknown &&
+      std::any_of(top_frames_.begin(), top_frames_.end(),
+                  [](Frame frame) { return frame != Frame::kOpen; })) {
+    restrict_by_first_byte(state, words, room);
+    return;
   }
   if (frames != Frames::kUnknown) {
     budget_indices_.clear();
@@ -365,6 +378,73 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
   for (uint32_t w : words) n_allowed += static_cast<size_t>(__builtin_popcount(w));
   if (too_far_.size() == n_allowed && !state.can_end) return;
   for (int32_t id : too_far_) disallow(words, id);
+}
+
+// The tops disagree but some frames are bounded: inside a string that may end, the closing
+// quote's frame goes on into nested values (open) while its characters' frames are short. A
+// token's first byte picks the tops it goes through, so a byte that only fitting (only far)
+// frames take gives tokens that fit (are too far) unless they leave their frame, as above. The
+// tokens that start with any other byte (when long enough to matter, as in the general case
+// below), and the ones that may leave a bounded frame, are walked: inside a free string the
+// pieces that start with a quote, not the vocabulary.
+void GrammarMatcher::restrict_by_first_byte(const StackSet& state, std::span<uint32_t> words,
+                                            size_t room) {
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  const Grammar& g = compiled_->grammar();
+  enum : uint8_t { kFitBit = 1, kFarBit = 2, kOpenBit = 4 };
+  std::array<uint8_t, 256> byte_frames{};  // the frames of the tops that take each byte
+  for (size_t i = 0; i < state.tops.size(); ++i) {
+    const ByteSet& set = g.byte_set(g.element(pool_[state.tops[i]].pos).value);
+    const uint8_t bit = top_frames_[i] == Frame::kFit   ? kFitBit
+                        : top_frames_[i] == Frame::kFar ? kFarBit
+                                                        : kOpenBit;
+    for (unsigned b = 0; b < 256; ++b) {
+      if (set.test(static_cast<uint8_t>(b))) byte_frames[b] |= bit;
+    }
+  }
+  const size_t jump = std::min<size_t>(g.max_choice_jump(), kMaxJumpMargin);
+  const size_t reach = distance(state) + jump;
+  const size_t min_length = room > reach ? room - reach + 1 : 0;
+  budget_indices_.clear();
+  for (unsigned b = 0; b < 256; ++b) {
+    if (byte_frames[b] == 0 || byte_frames[b] == kFitBit || byte_frames[b] == kFarBit) continue;
+    for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
+      if (vocab.sorted_piece(k).size() >= min_length && is_allowed(words, vocab.sorted_id(k))) {
+        budget_indices_.push_back(k);
+      }
+    }
+  }
+  for (size_t i = 0; i < state.tops.size(); ++i) {
+    if (top_frames_[i] == Frame::kOpen) continue;
+    for (const auto& [leftover, id] : compiled_->tokens_at(pool_[state.tops[i]].pos).uncertain) {
+      if (is_allowed(words, id) && vocab.sorted_index(id) != TokenVocabulary::kNotSorted) {
+        budget_indices_.push_back(vocab.sorted_index(id));
+      }
+    }
+  }
+  std::sort(budget_indices_.begin(), budget_indices_.end());
+  budget_indices_.erase(std::unique(budget_indices_.begin(), budget_indices_.end()),
+                        budget_indices_.end());
+  walk_budget_indices(state);
+  budget_memo_valid_ = false;  // a subset, not the memo's
+  keep_words_.assign(words.begin(), words.end());
+  for (unsigned b = 0; b < 256; ++b) {
+    if (byte_frames[b] != kFarBit) continue;
+    for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
+      disallow(words, vocab.sorted_id(k));
+    }
+  }
+  for (const auto& [id, after] : budget_distances_) {
+    if (after <= room) {
+      allow(words, id);
+    } else {
+      disallow(words, id);
+    }
+  }
+  // As above: when nothing fits, the mask stays whole.
+  bool any = state.can_end;
+  for (uint32_t w : words) any = any || w != 0;
+  if (!any) std::copy(keep_words_.begin(), keep_words_.end(), words.begin());
 }
 
 // Each token of budget_indices_ (sorted-vocabulary indices) and the distance to the end after

@@ -82,6 +82,9 @@ class GrammarMatcher {
   size_t distance(const StackSet& state) const;
   // Clears the allowed tokens after which the grammar needs more than `room` bytes to end.
   void restrict_to_budget(const StackSet& state, std::span<uint32_t> words, size_t room);
+  // What the frame of a stack top tells about the tokens that stay in it (restrict_to_budget).
+  enum class Frame : uint8_t { kFit, kFar, kOpen };
+  void restrict_by_first_byte(const StackSet& state, std::span<uint32_t> words, size_t room);
   void walk_budget_indices(const StackSet& state);
   // The most a token that stays in the frame of `pos` can leave to write before that frame
   // ends (Grammar::kUnbounded when the frame can push frames without end).
@@ -120,6 +123,7 @@ class GrammarMatcher {
   std::unordered_set<uint64_t> flat_seen_;
   std::vector<std::pair<uint32_t, uint32_t>> flat_work_;
   std::vector<uint32_t> keep_words_;
+  std::vector<Frame> top_frames_;  // per top of the state restrict_to_budget was given
   static constexpr size_t kMaxLeftoverCache = 1024;
   // Keyed by the top's position and the return signatures of the frames below it.
   // Held here too (cheap to look up, and alive while a mask uses them); the grammar's shared

@@ -39,6 +39,7 @@ TEST(BudgetTest, RecursiveRulesCountTheirShortestDerivation) {
 // Single bytes plus tokens that open several structures at once.
 std::shared_ptr<const TokenVocabulary> walk_vocabulary() {
   std::vector<std::string> pieces;
+  pieces.reserve(300);
   for (int b = 0; b < 256; ++b) pieces.push_back(std::string(1, static_cast<char>(b)));
   for (const char* p : {"{\"", "\":", "[[[[", "[{\"", "\"abc", "((((", "while (", "int x", "\": [",
                         "{\"a\": {\"b\": [", "aaaaaaaa", "12345"}) {
@@ -77,6 +78,7 @@ bool random_walk(const std::shared_ptr<const CompiledGrammar>& g, size_t budget,
 // give the masks a fresh walk gives, including the step where the room left excludes a token.
 TEST(BudgetTest, RepeatedStatesKeepTheirDistances) {
   std::vector<std::string> pieces;
+  pieces.reserve(300);
   for (int b = 0; b < 256; ++b) pieces.push_back(std::string(1, static_cast<char>(b)));
   pieces.emplace_back("\",\"");  // closes an item and opens the next
   pieces.emplace_back("aaaa");
@@ -114,6 +116,42 @@ TEST(BudgetTest, StringsNearTheEndMatchTheDefinition) {
   ASSERT_NE(g, nullptr);
   const size_t n_vocab = g->vocabulary().size();
   for (const char* prefix : {"[\"", "[\"ab", "[\"abcde", "[\"a\",\"", "[\"a\", \"bcd", "[\"\\n"}) {
+    for (size_t budget = 1; budget <= 12; ++budget) {
+      GrammarMatcher m(g);
+      ASSERT_TRUE(m.accept_string(prefix)) << prefix;
+      std::vector<uint32_t> words(g->mask_words()), whole(g->mask_words());
+      m.fill_next_token_bitmask(whole);
+      m.fill_next_token_bitmask(words, budget);
+      std::vector<uint32_t> expected(g->mask_words(), 0u);
+      for (size_t id = 0; id < n_vocab; ++id) {
+        if (!((whole[id / 32] >> (id % 32)) & 1)) continue;
+        const auto token = static_cast<int32_t>(id);
+        bool fits = g->vocabulary().is_eog(token);
+        if (!fits && m.accept_token(token)) {
+          fits = m.distance_to_end() <= budget - 1;
+          m.rollback(1);
+        }
+        if (fits) expected[id / 32] |= 1u << (id % 32);
+      }
+      bool any = false;
+      for (uint32_t w : expected) any = any || w != 0;
+      EXPECT_EQ(words, any ? expected : whole) << prefix << " budget " << budget;
+    }
+  }
+}
+
+// Inside a free string that may end (an additional property's key or value), the closing
+// quote's frame goes on into nested values while the characters' frames are short: the masks
+// there must still match the definition.
+TEST(BudgetTest, FreeStringsThatMayEndMatchTheDefinition) {
+  auto schema = json_schema_to_gbnf(
+      R"({"type":"object","properties":{"a":{"type":"string","maxLength":3}},"required":["a"]})");
+  ASSERT_TRUE(schema.ok());
+  auto g = compile_or_die(*schema, walk_vocabulary());
+  ASSERT_NE(g, nullptr);
+  const size_t n_vocab = g->vocabulary().size();
+  for (const char* prefix : {"{\"a\":\"x\",\"", "{\"a\":\"x\",\"zz", "{\"a\":\"\",\"k\":\"v",
+                             "{\"a\":\"\",\"k\":[\"v", "{\"a\":\"\",\"k\":{\"q\":\"r"}) {
     for (size_t budget = 1; budget <= 12; ++budget) {
       GrammarMatcher m(g);
       ASSERT_TRUE(m.accept_string(prefix)) << prefix;

@@ -25,7 +25,8 @@ TEST(LeftoverOrder, AgreesWithStringViewOrderOnEveryTailOfEveryPiece) {
     pieces.push_back(piece);
   }
   pieces.push_back("");  // end of generation
-  const auto vocab = TokenVocabulary::from_pieces(pieces, {static_cast<int32_t>(pieces.size() - 1)});
+  const auto vocab =
+      TokenVocabulary::from_pieces(pieces, {static_cast<int32_t>(pieces.size() - 1)});
   std::vector<std::pair<std::string_view, int32_t>> tails;
   for (uint32_t k = 0; k < vocab->n_sorted(); ++k) {
     const std::string_view piece = vocab->sorted_piece(k);
