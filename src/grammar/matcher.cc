@@ -453,6 +453,11 @@ void GrammarMatcher::walk_budget_indices(const StackSet& state) {
   const TokenVocabulary& vocab = compiled_->vocabulary();
   budget_distances_.clear();
   const size_t mark = pool_.size();
+  // A walk of most of the vocabulary (where every frame straddles the room) takes the same few
+  // steps again and again, as in a compile: remembered for this walk only (node ids lose their
+  // meaning when the pool is truncated below).
+  const bool remember = budget_indices_.size() > kRememberedBudgetWalk;
+  if (remember) advancer_.remember_steps();
   walk_strings(
       budget_indices_, [&](uint32_t k) { return vocab.sorted_piece(k); }, vocab.max_piece_length(),
       advancer_, state, nullptr, walk_scratch_,
@@ -461,6 +466,7 @@ void GrammarMatcher::walk_budget_indices(const StackSet& state) {
             vocab.sorted_id(k),
             accepted ? distance(walk_scratch_.states[vocab.sorted_piece(k).size()]) : SIZE_MAX);
       });
+  if (remember) advancer_.stop_remembering();
   pool_.truncate(mark);
 }
 

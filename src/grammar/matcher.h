@@ -86,6 +86,7 @@ class GrammarMatcher {
   enum class Frame : uint8_t { kFit, kFar, kOpen };
   void restrict_by_first_byte(const StackSet& state, std::span<uint32_t> words, size_t room);
   void walk_budget_indices(const StackSet& state);
+  static constexpr size_t kRememberedBudgetWalk = 16;  // tokens
   // The most a token that stays in the frame of `pos` can leave to write before that frame
   // ends (Grammar::kUnbounded when the frame can push frames without end).
   uint32_t flat_reach(uint32_t pos);

@@ -91,6 +91,10 @@ class Advancer {
   // step are unique but not sorted.
   void remember_steps() { remember_ = true; }
   void forget_steps();
+  void stop_remembering() {
+    forget_steps();
+    remember_ = false;
+  }
 
  private:
   // A node's step (kept per node id, in step_tops_) or a remembered set (in set_tops_): where

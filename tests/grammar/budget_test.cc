@@ -176,6 +176,52 @@ TEST(BudgetTest, FreeStringsThatMayEndMatchTheDefinition) {
   }
 }
 
+// One matcher along random walks, its budgeted mask checked against the definition at every
+// step: walks of many tokens remember their steps for the walk only, and a memory kept past it
+// would read node ids the pool has since given to other stacks.
+TEST(BudgetTest, MasksAlongOneMatcherMatchTheDefinition) {
+  auto schema = json_schema_to_gbnf(
+      R"({"type":"object","properties":{"a":{"type":"string","maxLength":3}},"required":["a"]})");
+  ASSERT_TRUE(schema.ok());
+  auto g = compile_or_die(*schema, walk_vocabulary());
+  ASSERT_NE(g, nullptr);
+  const size_t n_vocab = g->vocabulary().size();
+  std::mt19937 rng(5);
+  for (int run = 0; run < 12; ++run) {
+    GrammarMatcher m(g);
+    const size_t max_tokens = 10 + static_cast<size_t>(run);
+    for (size_t step = 0; step < max_tokens; ++step) {
+      const size_t budget = max_tokens - step;
+      std::vector<uint32_t> words(g->mask_words()), whole(g->mask_words());
+      m.fill_next_token_bitmask(whole);
+      m.fill_next_token_bitmask(words, budget);
+      std::vector<uint32_t> expected(g->mask_words(), 0u);
+      for (size_t id = 0; id < n_vocab; ++id) {
+        if (!((whole[id / 32] >> (id % 32)) & 1)) continue;
+        const auto token = static_cast<int32_t>(id);
+        bool fits = g->vocabulary().is_eog(token);
+        if (!fits && m.accept_token(token)) {
+          fits = m.distance_to_end() <= budget - 1;
+          m.rollback(1);
+        }
+        if (fits) expected[id / 32] |= 1u << (id % 32);
+      }
+      bool any = false;
+      for (uint32_t w : expected) any = any || w != 0;
+      ASSERT_EQ(words, any ? expected : whole) << "run " << run << " step " << step;
+      std::vector<int32_t> allowed;
+      for (size_t id = 0; id < n_vocab; ++id) {
+        if ((words[id / 32] >> (id % 32)) & 1) allowed.push_back(static_cast<int32_t>(id));
+      }
+      ASSERT_FALSE(allowed.empty());
+      const int32_t token = allowed[rng() % allowed.size()];
+      if (g->vocabulary().is_eog(token)) break;
+      ASSERT_TRUE(m.accept_token(token));
+      if (m.is_terminated()) break;
+    }
+  }
+}
+
 TEST(BudgetTest, RandomWalksEndWithinTheirBudget) {
   auto schema = json_schema_to_gbnf(R"({
     "type": "object",
