@@ -320,18 +320,8 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
   }
   if (frames != Frames::kUnknown) {
     budget_indices_.clear();
-    for (uint32_t top : state.tops) {
-      for (const auto& [leftover, id] : compiled_->tokens_at(pool_[top].pos).uncertain) {
-        if (allowed(id) && vocab.sorted_index(id) != TokenVocabulary::kNotSorted) {
-          budget_indices_.push_back(vocab.sorted_index(id));
-        }
-      }
-    }
-    std::sort(budget_indices_.begin(), budget_indices_.end());
-    budget_indices_.erase(std::unique(budget_indices_.begin(), budget_indices_.end()),
-                          budget_indices_.end());
-    walk_budget_indices(state);
-    budget_memo_valid_ = false;  // a subset, not the memo's
+    for (uint32_t top : state.tops) push_leaving_indices(top, words);
+    walk_budget_subset(state);
     if (frames == Frames::kFar) {
       // Only the walked tokens that fit stay (and end of generation, when allowed).
       keep_words_.assign(words.size(), 0u);
@@ -415,18 +405,9 @@ void GrammarMatcher::restrict_by_first_byte(const StackSet& state, std::span<uin
     }
   }
   for (size_t i = 0; i < state.tops.size(); ++i) {
-    if (top_frames_[i] == Frame::kOpen) continue;
-    for (const auto& [leftover, id] : compiled_->tokens_at(pool_[state.tops[i]].pos).uncertain) {
-      if (is_allowed(words, id) && vocab.sorted_index(id) != TokenVocabulary::kNotSorted) {
-        budget_indices_.push_back(vocab.sorted_index(id));
-      }
-    }
+    if (top_frames_[i] != Frame::kOpen) push_leaving_indices(state.tops[i], words);
   }
-  std::sort(budget_indices_.begin(), budget_indices_.end());
-  budget_indices_.erase(std::unique(budget_indices_.begin(), budget_indices_.end()),
-                        budget_indices_.end());
-  walk_budget_indices(state);
-  budget_memo_valid_ = false;  // a subset, not the memo's
+  walk_budget_subset(state);
   keep_words_.assign(words.begin(), words.end());
   for (unsigned b = 0; b < 256; ++b) {
     if (byte_frames[b] != kFarBit) continue;
@@ -445,6 +426,23 @@ void GrammarMatcher::restrict_by_first_byte(const StackSet& state, std::span<uin
   bool any = state.can_end;
   for (uint32_t w : words) any = any || w != 0;
   if (!any) std::copy(keep_words_.begin(), keep_words_.end(), words.begin());
+}
+
+void GrammarMatcher::push_leaving_indices(uint32_t top, std::span<const uint32_t> words) {
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  for (const auto& [leftover, id] : compiled_->tokens_at(pool_[top].pos).uncertain) {
+    if (is_allowed(words, id) && vocab.sorted_index(id) != TokenVocabulary::kNotSorted) {
+      budget_indices_.push_back(vocab.sorted_index(id));
+    }
+  }
+}
+
+void GrammarMatcher::walk_budget_subset(const StackSet& state) {
+  std::sort(budget_indices_.begin(), budget_indices_.end());
+  budget_indices_.erase(std::unique(budget_indices_.begin(), budget_indices_.end()),
+                        budget_indices_.end());
+  walk_budget_indices(state);
+  budget_memo_valid_ = false;  // a subset, not the memo's
 }
 
 // Each token of budget_indices_ (sorted-vocabulary indices) and the distance to the end after

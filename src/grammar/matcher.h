@@ -86,6 +86,10 @@ class GrammarMatcher {
   enum class Frame : uint8_t { kFit, kFar, kOpen };
   void restrict_by_first_byte(const StackSet& state, std::span<uint32_t> words, size_t room);
   void walk_budget_indices(const StackSet& state);
+  // Appends the allowed tokens that may leave the frame of `top` (its uncertain ones) to
+  // budget_indices_; walks budget_indices_ sorted and unique, not as the memo's.
+  void push_leaving_indices(uint32_t top, std::span<const uint32_t> words);
+  void walk_budget_subset(const StackSet& state);
   static constexpr size_t kRememberedBudgetWalk = 16;  // tokens
   // The most a token that stays in the frame of `pos` can leave to write before that frame
   // ends (Grammar::kUnbounded when the frame can push frames without end).

@@ -105,6 +105,27 @@ TEST(BudgetTest, RepeatedStatesKeepTheirDistances) {
   EXPECT_FALSE(next_item_allowed.back());
 }
 
+// The budgeted mask by definition: the allowed tokens (of `whole`, the mask without a budget)
+// after which the output can end within budget - 1 more tokens, found by feeding each and asking
+// its distance; when none can, the whole mask.
+std::vector<uint32_t> budget_mask_by_definition(GrammarMatcher& m, const CompiledGrammar& g,
+                                                size_t budget, const std::vector<uint32_t>& whole) {
+  std::vector<uint32_t> expected(g.mask_words(), 0u);
+  for (size_t id = 0; id < g.vocabulary().size(); ++id) {
+    if (!((whole[id / 32] >> (id % 32)) & 1)) continue;
+    const auto token = static_cast<int32_t>(id);
+    bool fits = g.vocabulary().is_eog(token);
+    if (!fits && m.accept_token(token)) {
+      fits = m.distance_to_end() <= budget - 1;
+      m.rollback(1);
+    }
+    if (fits) expected[id / 32] |= 1u << (id % 32);
+  }
+  bool any = false;
+  for (uint32_t w : expected) any = any || w != 0;
+  return any ? expected : whole;
+}
+
 // Inside strings (flat frames) only the tokens that may leave the string are walked; the mask
 // must still be exactly the allowed tokens after which the output can end within the room, by
 // feeding each and asking its distance (or, when none fits, the grammar's whole mask).
@@ -114,7 +135,6 @@ TEST(BudgetTest, StringsNearTheEndMatchTheDefinition) {
   ASSERT_TRUE(schema.ok());
   auto g = compile_or_die(*schema, walk_vocabulary());
   ASSERT_NE(g, nullptr);
-  const size_t n_vocab = g->vocabulary().size();
   for (const char* prefix : {"[\"", "[\"ab", "[\"abcde", "[\"a\",\"", "[\"a\", \"bcd", "[\"\\n"}) {
     for (size_t budget = 1; budget <= 12; ++budget) {
       GrammarMatcher m(g);
@@ -122,20 +142,8 @@ TEST(BudgetTest, StringsNearTheEndMatchTheDefinition) {
       std::vector<uint32_t> words(g->mask_words()), whole(g->mask_words());
       m.fill_next_token_bitmask(whole);
       m.fill_next_token_bitmask(words, budget);
-      std::vector<uint32_t> expected(g->mask_words(), 0u);
-      for (size_t id = 0; id < n_vocab; ++id) {
-        if (!((whole[id / 32] >> (id % 32)) & 1)) continue;
-        const auto token = static_cast<int32_t>(id);
-        bool fits = g->vocabulary().is_eog(token);
-        if (!fits && m.accept_token(token)) {
-          fits = m.distance_to_end() <= budget - 1;
-          m.rollback(1);
-        }
-        if (fits) expected[id / 32] |= 1u << (id % 32);
-      }
-      bool any = false;
-      for (uint32_t w : expected) any = any || w != 0;
-      EXPECT_EQ(words, any ? expected : whole) << prefix << " budget " << budget;
+      EXPECT_EQ(words, budget_mask_by_definition(m, *g, budget, whole))
+          << prefix << " budget " << budget;
     }
   }
 }
@@ -149,7 +157,6 @@ TEST(BudgetTest, FreeStringsThatMayEndMatchTheDefinition) {
   ASSERT_TRUE(schema.ok());
   auto g = compile_or_die(*schema, walk_vocabulary());
   ASSERT_NE(g, nullptr);
-  const size_t n_vocab = g->vocabulary().size();
   for (const char* prefix : {"{\"a\":\"x\",\"", "{\"a\":\"x\",\"zz", "{\"a\":\"\",\"k\":\"v",
                              "{\"a\":\"\",\"k\":[\"v", "{\"a\":\"\",\"k\":{\"q\":\"r"}) {
     for (size_t budget = 1; budget <= 12; ++budget) {
@@ -158,20 +165,8 @@ TEST(BudgetTest, FreeStringsThatMayEndMatchTheDefinition) {
       std::vector<uint32_t> words(g->mask_words()), whole(g->mask_words());
       m.fill_next_token_bitmask(whole);
       m.fill_next_token_bitmask(words, budget);
-      std::vector<uint32_t> expected(g->mask_words(), 0u);
-      for (size_t id = 0; id < n_vocab; ++id) {
-        if (!((whole[id / 32] >> (id % 32)) & 1)) continue;
-        const auto token = static_cast<int32_t>(id);
-        bool fits = g->vocabulary().is_eog(token);
-        if (!fits && m.accept_token(token)) {
-          fits = m.distance_to_end() <= budget - 1;
-          m.rollback(1);
-        }
-        if (fits) expected[id / 32] |= 1u << (id % 32);
-      }
-      bool any = false;
-      for (uint32_t w : expected) any = any || w != 0;
-      EXPECT_EQ(words, any ? expected : whole) << prefix << " budget " << budget;
+      EXPECT_EQ(words, budget_mask_by_definition(m, *g, budget, whole))
+          << prefix << " budget " << budget;
     }
   }
 }
@@ -195,20 +190,8 @@ TEST(BudgetTest, MasksAlongOneMatcherMatchTheDefinition) {
       std::vector<uint32_t> words(g->mask_words()), whole(g->mask_words());
       m.fill_next_token_bitmask(whole);
       m.fill_next_token_bitmask(words, budget);
-      std::vector<uint32_t> expected(g->mask_words(), 0u);
-      for (size_t id = 0; id < n_vocab; ++id) {
-        if (!((whole[id / 32] >> (id % 32)) & 1)) continue;
-        const auto token = static_cast<int32_t>(id);
-        bool fits = g->vocabulary().is_eog(token);
-        if (!fits && m.accept_token(token)) {
-          fits = m.distance_to_end() <= budget - 1;
-          m.rollback(1);
-        }
-        if (fits) expected[id / 32] |= 1u << (id % 32);
-      }
-      bool any = false;
-      for (uint32_t w : expected) any = any || w != 0;
-      ASSERT_EQ(words, any ? expected : whole) << "run " << run << " step " << step;
+      ASSERT_EQ(words, budget_mask_by_definition(m, *g, budget, whole))
+          << "run " << run << " step " << step;
       std::vector<int32_t> allowed;
       for (size_t id = 0; id < n_vocab; ++id) {
         if ((words[id / 32] >> (id % 32)) & 1) allowed.push_back(static_cast<int32_t>(id));
