@@ -287,11 +287,11 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
                                         size_t room) {
   const TokenVocabulary& vocab = compiled_->vocabulary();
   const auto allowed = [&](int32_t id) { return is_allowed(words, id); };
-  // Where every top is flat, a token that stays in its frame ends between `below` (what the
-  // frames under the top still need) and below + flat_reach from the end: it fits when that
-  // reach fits the room, and is too far when `below` alone is not. Then only the tokens that
-  // may leave a frame (each top's uncertain ones) are walked: inside a string, the pieces with a
-  // quote, not the vocabulary.
+  // A top whose frame is flat (strings with their escapes, pattern automata) bounds the tokens
+  // that stay in it: they end between `below` (what the frames under the top still need) and
+  // below + flat_reach from the end, so they fit when that reach fits the room and are too far
+  // when `below` alone is not (restrict_by_frames). A frame that can push frames without end
+  // (the quote that ends a free string goes on into nested values) is open.
   top_frames_.clear();
   for (uint32_t top : state.tops) {
     uint64_t below = 0;
@@ -304,39 +304,10 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
     if (reach != Grammar::kUnbounded && below > room) frame = Frame::kFar;
     top_frames_.push_back(frame);
   }
-  enum class Frames { kFit, kFar, kUnknown };
-  Frames frames = state.tops.empty() ? Frames::kUnknown : Frames::kFit;
-  for (size_t i = 0; i < top_frames_.size() && frames != Frames::kUnknown; ++i) {
-    const Frames this_top = top_frames_[i] == Frame::kFit   ? Frames::kFit
-                            : top_frames_[i] == Frame::kFar ? Frames::kFar
-                                                            : Frames::kUnknown;
-    frames = i == 0 || this_top == frames ? this_top : Frames::kUnknown;
-  }
-  if (frames == Frames::kUnknown &&
-      std::any_of(top_frames_.begin(), top_frames_.end(),
+  if (std::any_of(top_frames_.begin(), top_frames_.end(),
                   [](Frame frame) { return frame != Frame::kOpen; })) {
-    restrict_by_first_byte(state, words, room);
+    restrict_by_frames(state, words, room);
     return;
-  }
-  if (frames != Frames::kUnknown) {
-    budget_indices_.clear();
-    for (uint32_t top : state.tops) push_leaving_indices(top, words);
-    walk_budget_subset(state);
-    if (frames == Frames::kFar) {
-      // Only the walked tokens that fit stay (and end of generation, when allowed).
-      keep_words_.assign(words.size(), 0u);
-      for (const auto& [id, after] : budget_distances_) {
-        if (after <= room) allow(keep_words_, id);
-      }
-      bool any = false;
-      for (uint32_t w : keep_words_) any = any || w != 0;
-      if (!any && !state.can_end) return;  // nothing fits: the mask stays whole
-      for (int32_t id : vocab.eog_ids()) {
-        if (allowed(id)) allow(keep_words_, id);
-      }
-      std::copy(keep_words_.begin(), keep_words_.end(), words.begin());
-      return;
-    }
   }
   // A token of L bytes is otherwise taken to move the end at most L bytes plus one choice's
   // jump further (the assumption of the margin in fill_next_token_bitmask): only longer tokens
@@ -347,7 +318,7 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
   // The words are the mask of memo_state_, which fill_next_token_bitmask just set to `state`
   // and which clears budget_memo_valid_ whenever it computes a mask anew: a valid memo is this
   // state's allowed tokens (those at least budget_memo_min_length_ long) and their distances.
-  if (frames == Frames::kUnknown && (!budget_memo_valid_ || min_length < budget_memo_min_length_)) {
+  if (!budget_memo_valid_ || min_length < budget_memo_min_length_) {
     budget_indices_.clear();
     for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
       if (vocab.sorted_piece(k).size() >= min_length && allowed(vocab.sorted_id(k))) {
@@ -370,15 +341,13 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
   for (int32_t id : too_far_) disallow(words, id);
 }
 
-// The tops disagree but some frames are bounded: inside a string that may end, the closing
-// quote's frame goes on into nested values (open) while its characters' frames are short. A
-// token's first byte picks the tops it goes through, so a byte that only fitting (only far)
-// frames take gives tokens that fit (are too far) unless they leave their frame, as above. The
-// tokens that start with any other byte (when long enough to matter, as in the general case
-// below), and the ones that may leave a bounded frame, are walked: inside a free string the
-// pieces that start with a quote, not the vocabulary.
-void GrammarMatcher::restrict_by_first_byte(const StackSet& state, std::span<uint32_t> words,
-                                            size_t room) {
+// Some frames are bounded. A token's first byte picks the tops it goes through, so a byte that
+// only fitting (only far) frames take gives tokens that fit (are too far) unless they leave
+// their frame. The tokens that start with any other byte (when long enough to matter, as in
+// the general case), and the ones that may leave a bounded frame (each top's uncertain ones),
+// are walked: inside a string, the pieces with a quote, not the vocabulary.
+void GrammarMatcher::restrict_by_frames(const StackSet& state, std::span<uint32_t> words,
+                                        size_t room) {
   const TokenVocabulary& vocab = compiled_->vocabulary();
   const Grammar& g = compiled_->grammar();
   enum : uint8_t { kFitBit = 1, kFarBit = 2, kOpenBit = 4 };
@@ -409,10 +378,19 @@ void GrammarMatcher::restrict_by_first_byte(const StackSet& state, std::span<uin
   }
   walk_budget_subset(state);
   keep_words_.assign(words.begin(), words.end());
-  for (unsigned b = 0; b < 256; ++b) {
-    if (byte_frames[b] != kFarBit) continue;
-    for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
-      disallow(words, vocab.sorted_id(k));
+  if (std::all_of(byte_frames.begin(), byte_frames.end(),
+                  [](uint8_t frames) { return (frames & (kFitBit | kOpenBit)) == 0; })) {
+    // Every frame is far: nothing but the walked tokens that fit (and end of generation).
+    std::fill(words.begin(), words.end(), 0u);
+    for (int32_t id : vocab.eog_ids()) {
+      if (is_allowed(keep_words_, id)) allow(words, id);
+    }
+  } else {
+    for (unsigned b = 0; b < 256; ++b) {
+      if (byte_frames[b] != kFarBit) continue;
+      for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
+        disallow(words, vocab.sorted_id(k));
+      }
     }
   }
   for (const auto& [id, after] : budget_distances_) {
@@ -422,7 +400,7 @@ void GrammarMatcher::restrict_by_first_byte(const StackSet& state, std::span<uin
       disallow(words, id);
     }
   }
-  // As above: when nothing fits, the mask stays whole.
+  // When nothing fits the output cannot end in time whatever comes next: the mask stays whole.
   bool any = state.can_end;
   for (uint32_t w : words) any = any || w != 0;
   if (!any) std::copy(keep_words_.begin(), keep_words_.end(), words.begin());

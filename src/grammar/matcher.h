@@ -84,7 +84,7 @@ class GrammarMatcher {
   void restrict_to_budget(const StackSet& state, std::span<uint32_t> words, size_t room);
   // What the frame of a stack top tells about the tokens that stay in it (restrict_to_budget).
   enum class Frame : uint8_t { kFit, kFar, kOpen };
-  void restrict_by_first_byte(const StackSet& state, std::span<uint32_t> words, size_t room);
+  void restrict_by_frames(const StackSet& state, std::span<uint32_t> words, size_t room);
   void walk_budget_indices(const StackSet& state);
   // Appends the allowed tokens that may leave the frame of `top` (its uncertain ones) to
   // budget_indices_; walks budget_indices_ sorted and unique, not as the memo's.

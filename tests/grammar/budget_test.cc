@@ -2,6 +2,7 @@
 // as complete sentences within their token budget however the tokens are chosen.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <random>
 
 #include "grammar/json_schema.h"
@@ -126,16 +127,14 @@ std::vector<uint32_t> budget_mask_by_definition(GrammarMatcher& m, const Compile
   return any ? expected : whole;
 }
 
-// Inside strings (flat frames) only the tokens that may leave the string are walked; the mask
-// must still be exactly the allowed tokens after which the output can end within the room, by
-// feeding each and asking its distance (or, when none fits, the grammar's whole mask).
-TEST(BudgetTest, StringsNearTheEndMatchTheDefinition) {
-  auto schema = json_schema_to_gbnf(
-      R"({"type":"array","minItems":2,"items":{"type":"string","maxLength":5}})");
+// The budgeted masks after each prefix, at budgets 1-12, against the definition.
+void expect_masks_after_prefixes_match_definition(const char* json_schema,
+                                                  std::initializer_list<const char*> prefixes) {
+  auto schema = json_schema_to_gbnf(json_schema);
   ASSERT_TRUE(schema.ok());
   auto g = compile_or_die(*schema, walk_vocabulary());
   ASSERT_NE(g, nullptr);
-  for (const char* prefix : {"[\"", "[\"ab", "[\"abcde", "[\"a\",\"", "[\"a\", \"bcd", "[\"\\n"}) {
+  for (const char* prefix : prefixes) {
     for (size_t budget = 1; budget <= 12; ++budget) {
       GrammarMatcher m(g);
       ASSERT_TRUE(m.accept_string(prefix)) << prefix;
@@ -148,27 +147,23 @@ TEST(BudgetTest, StringsNearTheEndMatchTheDefinition) {
   }
 }
 
+// Inside strings (flat frames) only the tokens that may leave the string are walked; the mask
+// must still be exactly the allowed tokens after which the output can end within the room, by
+// feeding each and asking its distance (or, when none fits, the grammar's whole mask).
+TEST(BudgetTest, StringsNearTheEndMatchTheDefinition) {
+  expect_masks_after_prefixes_match_definition(
+      R"({"type":"array","minItems":2,"items":{"type":"string","maxLength":5}})",
+      {"[\"", "[\"ab", "[\"abcde", "[\"a\",\"", "[\"a\", \"bcd", "[\"\\n"});
+}
+
 // Inside a free string that may end (an additional property's key or value), the closing
 // quote's frame goes on into nested values while the characters' frames are short: the masks
 // there must still match the definition.
 TEST(BudgetTest, FreeStringsThatMayEndMatchTheDefinition) {
-  auto schema = json_schema_to_gbnf(
-      R"({"type":"object","properties":{"a":{"type":"string","maxLength":3}},"required":["a"]})");
-  ASSERT_TRUE(schema.ok());
-  auto g = compile_or_die(*schema, walk_vocabulary());
-  ASSERT_NE(g, nullptr);
-  for (const char* prefix : {"{\"a\":\"x\",\"", "{\"a\":\"x\",\"zz", "{\"a\":\"\",\"k\":\"v",
-                             "{\"a\":\"\",\"k\":[\"v", "{\"a\":\"\",\"k\":{\"q\":\"r"}) {
-    for (size_t budget = 1; budget <= 12; ++budget) {
-      GrammarMatcher m(g);
-      ASSERT_TRUE(m.accept_string(prefix)) << prefix;
-      std::vector<uint32_t> words(g->mask_words()), whole(g->mask_words());
-      m.fill_next_token_bitmask(whole);
-      m.fill_next_token_bitmask(words, budget);
-      EXPECT_EQ(words, budget_mask_by_definition(m, *g, budget, whole))
-          << prefix << " budget " << budget;
-    }
-  }
+  expect_masks_after_prefixes_match_definition(
+      R"({"type":"object","properties":{"a":{"type":"string","maxLength":3}},"required":["a"]})",
+      {"{\"a\":\"x\",\"", "{\"a\":\"x\",\"zz", "{\"a\":\"\",\"k\":\"v", "{\"a\":\"\",\"k\":[\"v",
+       "{\"a\":\"\",\"k\":{\"q\":\"r"});
 }
 
 // One matcher along random walks, its budgeted mask checked against the definition at every
