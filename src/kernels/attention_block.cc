@@ -30,7 +30,7 @@ namespace {
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 // The scratch layout: per-head scores (rows padded to 16 with -inf), the queries with a rotated
-// key block's steps folded in, and the value rows' scales.
+// key block's steps folded in, and the value rows' scales (0 past the block's positions).
 struct BlockScratch {
   float* scores;     // [group][rows_padded]
   float* qk;         // [group][head_dim]
@@ -108,9 +108,9 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> Codes(D d, const uint8_t* codes, size
 }
 
 // Elements [i, i + lanes) of a row of a row-writable format as f32 (i a multiple of the lanes).
-// Rotated values: code - center (the row's scale is applied by the caller).
+// Rotated values: their codes (the caller applies the center and the row's scale).
 template <KvFormat F, class D>
-HWY_INLINE hn::Vec<D> RowChunk(D d, const uint8_t* row, size_t head_dim, size_t i, float center) {
+HWY_INLINE hn::Vec<D> RowChunk(D d, const uint8_t* row, size_t head_dim, size_t i) {
   const hn::Rebind<int32_t, D> di;
   if constexpr (F == KvFormat::kF32) {
     return hn::LoadU(d, reinterpret_cast<const float*>(row) + i);
@@ -139,7 +139,7 @@ HWY_INLINE hn::Vec<D> RowChunk(D d, const uint8_t* row, size_t head_dim, size_t 
     const auto q = j < 16 ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
     return hn::Mul(hn::ConvertTo(d, hn::Sub(q, hn::Set(di, 8))), hn::Set(d, fp16_to_fp32(dh)));
   } else {
-    return hn::Sub(hn::ConvertTo(d, Codes<F>(d, row + 2, head_dim, i)), hn::Set(d, center));
+    return hn::ConvertTo(d, Codes<F>(d, row + 2, head_dim, i));
   }
 }
 
@@ -182,7 +182,7 @@ HWY_INLINE void RowKeyScores(D d, const uint8_t* keys, size_t n, size_t head_dim
     for (size_t p = 0; p < kPositions; ++p) row[p] = keys + std::min(t0 + p, n - 1) * row_bytes;
     for (size_t i = 0; i < head_dim; i += kLanes) {
       for (size_t p = 0; p < kPositions; ++p) {
-        const V k = RowChunk<F>(d, row[p], head_dim, i, 0.0f);
+        const V k = RowChunk<F>(d, row[p], head_dim, i);
         for (size_t j = 0; j < kH; ++j) {
           a[p * kPadded + j] =
               hn::MulAdd(hn::LoadU(d, q + j * head_dim + i), k, a[p * kPadded + j]);
@@ -200,27 +200,60 @@ HWY_INLINE void RowKeyScores(D d, const uint8_t* keys, size_t n, size_t head_dim
   }
 }
 
-// Scores of kH heads against a rotated key block: for a register of positions at a time, one
-// multiply-add per channel and head with the channel's codes (the steps already folded into
-// qk), plus the minima's part.
+// A rotated key block's scales folded into kH queries: qk[j][c] = q[j][c] * step(c) and
+// bias[j] = sum_c q[j][c] * min(c), a register of channels at a time with each channel's step
+// and minimum decoded once for all heads (rounded as RotatedKeyScales rounds them). As a scalar
+// loop, its chain of dependent adds took a fifth of an r3 block's time.
+template <size_t kH>
+HWY_INLINE void FoldKeyScales(const RotatedKeyScales& k, const float* q, size_t head_dim, float* qk,
+                              float* bias) {
+  const DR d;  // the rotated formats' heads are multiples of 32
+  const hn::Rebind<int32_t, DR> di;
+  const hn::Rebind<int8_t, DR> d8;
+  const auto d_step = hn::Set(d, k.d_step);
+  const auto d_min = hn::Set(d, k.d_min);
+  hn::Vec<DR> b[kH];
+  for (auto& x : b) x = hn::Zero(d);
+  for (size_t c = 0; c < head_dim; c += hn::Lanes(d)) {
+    const auto step = hn::Mul(d_step, hn::ConvertTo(d, Bytes(d, k.sc + c)));
+    const auto min = hn::Mul(d_min, hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, k.mn + c))));
+    for (size_t j = 0; j < kH; ++j) {
+      const auto qj = hn::LoadU(d, q + j * head_dim + c);
+      hn::StoreU(hn::Mul(qj, step), d, qk + j * head_dim + c);
+      b[j] = hn::MulAdd(qj, min, b[j]);
+    }
+  }
+  for (size_t j = 0; j < kH; ++j) bias[j] = hn::GetLane(hn::SumOfLanes(d, b[j]));
+}
+
+// Scores of kH heads against a rotated key block: two registers of positions at a time, one
+// multiply-add per channel, head and register with the channel's codes (the steps already
+// folded into qk), plus the minima's part. The two registers share each broadcast of qk and keep
+// 2 kH accumulator chains in flight (one register's kH chains left the FMA units waiting).
 template <KvFormat F, size_t kH, class D>
 HWY_INLINE void RotatedKeyScores(D d, const uint8_t* codes, size_t n, size_t rows, size_t head_dim,
                                  const float* qk, const float* bias, float scale, float* scores,
                                  size_t stride) {
   using V = hn::Vec<D>;
+  const size_t lanes = hn::Lanes(d);  // 2 lanes divide rows (a multiple of 32; at most 16 lanes)
   const size_t channel_bytes = rotated_code_bytes(F, rows);
-  for (size_t t0 = 0; t0 < n; t0 += hn::Lanes(d)) {
-    V acc[kH];
-    for (V& x : acc) x = hn::Zero(d);
+  for (size_t t0 = 0; t0 < n; t0 += 2 * lanes) {
+    V a[kH], b[kH];
+    for (size_t j = 0; j < kH; ++j) a[j] = b[j] = hn::Zero(d);
     for (size_t c = 0; c < head_dim; ++c) {
-      const V code = hn::ConvertTo(d, Codes<F>(d, codes + c * channel_bytes, rows, t0));
+      const uint8_t* channel = codes + c * channel_bytes;
+      const V x0 = hn::ConvertTo(d, Codes<F>(d, channel, rows, t0));
+      const V x1 = hn::ConvertTo(d, Codes<F>(d, channel, rows, t0 + lanes));
       for (size_t j = 0; j < kH; ++j) {
-        acc[j] = hn::MulAdd(hn::Set(d, qk[j * head_dim + c]), code, acc[j]);
+        const V qj = hn::Set(d, qk[j * head_dim + c]);
+        a[j] = hn::MulAdd(qj, x0, a[j]);
+        b[j] = hn::MulAdd(qj, x1, b[j]);
       }
     }
     for (size_t j = 0; j < kH; ++j) {
-      const V s = hn::Mul(hn::Add(acc[j], hn::Set(d, bias[j])), hn::Set(d, scale));
-      hn::StoreU(s, d, scores + j * stride + t0);
+      const V bj = hn::Set(d, bias[j]), sc = hn::Set(d, scale);
+      hn::StoreU(hn::Mul(hn::Add(a[j], bj), sc), d, scores + j * stride + t0);
+      hn::StoreU(hn::Mul(hn::Add(b[j], bj), sc), d, scores + j * stride + t0 + lanes);
     }
   }
 }
@@ -231,11 +264,11 @@ constexpr size_t kValueAccumulators = HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3 ? 8 
 
 // acc[j] = acc[j] * alpha[j] + sum_t w[j][t] v_t over dimensions [i, i + kChunks * lanes) for
 // kH heads: their accumulators stay in registers while the positions stream by, and each
-// position's chunks are decoded once for all kH heads.
+// position's chunks are decoded once for all kH heads. r4 and r3 values are summed as codes
+// (v_t = code_t - center; the caller takes the center off once per block).
 template <KvFormat F, size_t kH, size_t kChunks, class D>
 HWY_INLINE void ValueChunks(D d, const uint8_t* values, size_t n, size_t head_dim, size_t i,
-                            const float* w, size_t stride, const float* alpha, float center,
-                            float* acc) {
+                            const float* w, size_t stride, const float* alpha, float* acc) {
   using V = hn::Vec<D>;
   constexpr size_t kLanes = hn::MaxLanes(D());
   const size_t row_bytes = kv_row_bytes(F, KvRole::kValues, head_dim);
@@ -249,7 +282,7 @@ HWY_INLINE void ValueChunks(D d, const uint8_t* values, size_t n, size_t head_di
   for (size_t t = 0; t < n; ++t) {
     V v[kChunks];
     for (size_t c = 0; c < kChunks; ++c) {
-      v[c] = RowChunk<F>(d, values + t * row_bytes, head_dim, i + c * kLanes, center);
+      v[c] = RowChunk<F>(d, values + t * row_bytes, head_dim, i + c * kLanes);
     }
     for (size_t j = 0; j < kH; ++j) {
       const V wj = hn::Set(d, w[j * stride + t]);
@@ -266,16 +299,16 @@ HWY_INLINE void ValueChunks(D d, const uint8_t* values, size_t n, size_t head_di
 
 template <KvFormat F, size_t kH, class D>
 HWY_INLINE void Values(D d, const uint8_t* values, size_t n, size_t head_dim, const float* w,
-                       size_t stride, const float* alpha, float center, float* acc) {
+                       size_t stride, const float* alpha, float* acc) {
   constexpr size_t kLanes = hn::MaxLanes(D());
   constexpr size_t kPadded = kH == 3 ? 4 : kH;
   constexpr size_t kChunks = std::clamp<size_t>(kValueAccumulators / kPadded, 1, 4);
   size_t i = 0;
   for (; i + kChunks * kLanes <= head_dim; i += kChunks * kLanes) {
-    ValueChunks<F, kH, kChunks>(d, values, n, head_dim, i, w, stride, alpha, center, acc);
+    ValueChunks<F, kH, kChunks>(d, values, n, head_dim, i, w, stride, alpha, acc);
   }
   for (; i < head_dim; i += kLanes) {
-    ValueChunks<F, kH, 1>(d, values, n, head_dim, i, w, stride, alpha, center, acc);
+    ValueChunks<F, kH, 1>(d, values, n, head_dim, i, w, stride, alpha, acc);
   }
 }
 
@@ -295,22 +328,18 @@ HWY_INLINE void AttendHeads(D d, const uint8_t* kb, const uint8_t* vb, size_t n,
     const RotatedKeyScales k = read_rotated_keys(kb, head_dim);
     float* qk = s.qk + g0 * head_dim;
     float* bias = s.bias + g0;
-    for (size_t j = 0; j < kH; ++j) {
-      float b = 0.0f;
-      for (size_t c = 0; c < head_dim; ++c) {
-        qk[j * head_dim + c] = q[j * head_dim + c] * k.step(c);
-        b += q[j * head_dim + c] * k.min(c);
-      }
-      bias[j] = b;
-    }
+    FoldKeyScales<kH>(k, q, head_dim, qk, bias);
     RotatedKeyScores<F, kH>(d, k.codes, n, rows, head_dim, qk, bias, scale, scores, stride);
   } else {
     RowKeyScores<F, kH>(d, kb, n, head_dim, q, scale, scores, stride);
   }
 
-  // Softmax weights, one rescale per head; a rotated value row's scale joins its weight.
+  // Softmax weights, one rescale per head; a rotated value row's scale joins its weight, and
+  // the weights' sum times the codes' center is what the values' codes add over v_t.
   const DF df;
   const size_t lanes = hn::Lanes(df);
+  const float center = static_cast<float>(rotated_levels(F) - 1) / 2.0f;
+  float centering[kH];
   for (size_t j = 0; j < kH; ++j) {
     float* sg = scores + j * stride;
     std::fill(sg + n, sg + stride, -std::numeric_limits<float>::infinity());
@@ -318,23 +347,35 @@ HWY_INLINE void AttendHeads(D d, const uint8_t* kb, const uint8_t* vb, size_t n,
     for (size_t t = 0; t < n; ++t) m = std::max(m, sg[t]);
     alpha[j] = std::exp(st[j].m - m);
     const VF vm = hn::Set(df, m);
-    VF sum = hn::Zero(df);
+    VF sum = hn::Zero(df), scaled = hn::Zero(df);
     for (size_t t = 0; t < stride; t += lanes) {
-      const VF w = ExpPoly(df, hn::Sub(hn::LoadU(df, sg + t), vm));
+      VF w = ExpPoly(df, hn::Sub(hn::LoadU(df, sg + t), vm));
       sum = hn::Add(sum, w);
+      if constexpr (kPacked) {  // row_scale is 0 past n
+        w = hn::Mul(w, hn::LoadU(df, s.row_scale + t));
+        scaled = hn::Add(scaled, w);
+      }
       hn::StoreU(w, df, sg + t);
     }
-    if constexpr (kPacked) {
-      for (size_t t = 0; t < n; ++t) sg[t] *= s.row_scale[t];
-    }
+    if constexpr (kPacked) centering[j] = center * hn::GetLane(hn::SumOfLanes(df, scaled));
     st[j].sum = st[j].sum * alpha[j] + hn::GetLane(hn::SumOfLanes(df, sum));
     st[j].m = m;
     st[j].f16_accumulator = false;
   }
 
   // Values: acc = acc * alpha + sum_t w_t v_t.
-  const float center = static_cast<float>(rotated_levels(F) - 1) / 2.0f;
-  Values<F, kH>(d, vb, n, head_dim, scores, stride, alpha, center, acc);
+  if constexpr (kPacked) {
+    Values<F, kH>(d, vb, n, head_dim, scores, stride, alpha, acc);
+    for (size_t j = 0; j < kH; ++j) {
+      const VF off = hn::Set(df, centering[j]);
+      for (size_t i = 0; i < head_dim; i += lanes) {
+        float* a = acc + j * head_dim + i;
+        hn::StoreU(hn::Sub(hn::LoadU(df, a), off), df, a);
+      }
+    }
+  } else {
+    Values<F, kH>(d, vb, n, head_dim, scores, stride, alpha, acc);
+  }
 }
 
 // The group in runs of at most 4 heads, each run's head count a template argument, so that no
@@ -350,6 +391,7 @@ HWY_INLINE void AttendGroup(D d, const uint8_t* kb, const uint8_t* vb, size_t n,
       std::memcpy(&sh, vb + t * value_row_bytes, 2);
       s.row_scale[t] = fp16_to_fp32(sh);
     }
+    std::fill(s.row_scale + n, s.row_scale + s.rows_padded, 0.0f);
   }
   for (size_t g0 = 0; g0 < group; g0 += 4) {
     const size_t o = g0 * head_dim;
@@ -387,8 +429,8 @@ HWY_INLINE void DecodeRows(D d, KvRole role, const uint8_t* in, size_t n, size_t
       scale = hn::Set(d, fp16_to_fp32(sh));
     }
     for (size_t i = 0; i < head_dim; i += hn::Lanes(d)) {
-      auto v = RowChunk<F>(d, row, head_dim, i, center);
-      if constexpr (kv_format_packs_codes(F)) v = hn::Mul(scale, v);
+      auto v = RowChunk<F>(d, row, head_dim, i);
+      if constexpr (kv_format_packs_codes(F)) v = hn::Mul(scale, hn::Sub(v, hn::Set(d, center)));
       hn::StoreU(v, d, x + t * head_dim + i);
     }
   }

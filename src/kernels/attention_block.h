@@ -8,7 +8,8 @@
 //   - q8_0, r8, q4_0, bf16, f16, f32: the row's values;
 //   - rotated keys (r4, r3): the row's codes, the query having folded in the block's per-channel
 //     steps and minima once (q·k = sum_c (q_c s_c) code_c + sum_c q_c m_c);
-//   - rotated values: code - center, the weight w_t taking the row's scale.
+//   - rotated values: the codes, the weight w_t taking the row's scale and the codes' center
+//     taken off once per block (sum_t w_t (code_t - c) = sum_t w_t code_t - c sum_t w_t).
 // Queries and outputs of rotated formats are in the rotated space (the caller rotates them).
 // The exp is the polynomial of exp_poly-inl.h. The scalar twin
 // (kernels/reference/attention_block_ref.h) decodes with the format's scalar decoder instead and
