@@ -107,6 +107,19 @@ HWY_INLINE hn::Vec<hn::Rebind<int32_t, D>> Codes(D d, const uint8_t* codes, size
   }
 }
 
+// A GGML block's f16 scale d (its first two bytes) in every lane, converted in a vector register
+// (F16C's vcvtph2ps where the target has it; exact either way, so the scalar fp16_to_fp32's
+// bits). A chunk of a q8_0 or q4_0 row reads it once per chunk; the scalar conversion's dozen
+// integer steps there cost more than the chunk's own decode.
+template <class D>
+HWY_INLINE hn::Vec<D> BlockScale(D d, const uint8_t* block) {
+  const hn::Rebind<uint16_t, D> du16;
+  const hn::Rebind<hwy::float16_t, D> dh;
+  uint16_t bits;
+  std::memcpy(&bits, block, 2);
+  return hn::PromoteTo(d, hn::BitCast(dh, hn::Set(du16, bits)));
+}
+
 // Elements [i, i + lanes) of a row of a row-writable format as f32 (i a multiple of the lanes).
 // Rotated values: their codes (the caller applies the center and the row's scale).
 template <KvFormat F, class D>
@@ -124,20 +137,16 @@ HWY_INLINE hn::Vec<D> RowChunk(D d, const uint8_t* row, size_t head_dim, size_t 
                               du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(row) + i))));
   } else if constexpr (F == KvFormat::kQ8_0 || F == KvFormat::kR8) {
     const uint8_t* block = row + i / 32 * 34;
-    uint16_t dh;
-    std::memcpy(&dh, block, 2);
     const hn::Rebind<int8_t, D> d8;
     const auto q =
         hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block + 2 + i % 32)));
-    return hn::Mul(hn::ConvertTo(d, q), hn::Set(d, fp16_to_fp32(dh)));
+    return hn::Mul(hn::ConvertTo(d, q), BlockScale(d, block));
   } else if constexpr (F == KvFormat::kQ4_0) {
     const uint8_t* block = row + i / 32 * 18;
-    uint16_t dh;
-    std::memcpy(&dh, block, 2);
     const size_t j = i % 32;
     const auto bytes = Bytes(d, block + 2 + j % 16);
     const auto q = j < 16 ? hn::And(bytes, hn::Set(di, 15)) : hn::ShiftRight<4>(bytes);
-    return hn::Mul(hn::ConvertTo(d, hn::Sub(q, hn::Set(di, 8))), hn::Set(d, fp16_to_fp32(dh)));
+    return hn::Mul(hn::ConvertTo(d, hn::Sub(q, hn::Set(di, 8))), BlockScale(d, block));
   } else {
     return hn::ConvertTo(d, Codes<F>(d, row + 2, head_dim, i));
   }
