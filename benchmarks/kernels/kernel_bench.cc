@@ -233,8 +233,11 @@ void BM_AttentionPrefill(benchmark::State& state) {
 
 // One decode step's attention for one KV head over 4,096 positions (128 pages of 32), its group
 // of 4 query heads (Llama 3.2 1B's shape, head_dim 64), in one KV format: the block kernel that
-// decode at depth spends its attention time in. Arg: the format (kernels/kv_format.h). One
-// thread; the pages (about 1 MiB in f16) stay in L2, so this measures the kernel, not DRAM.
+// decode at depth spends its attention time in. Args: the format (kernels/kv_format.h), and
+// spread: 0 keeps the pages (about 1 MiB in f16) in L2, so this measures the kernel; 1 lays 256
+// copies out as the pool does (a page holds every layer and head, so one head's consecutive
+// pages lie far apart) and reads a different copy each step, from DRAM, without the pool's
+// prefetch of the next page. One thread.
 void BM_AttentionDecode(benchmark::State& state) {
   constexpr size_t kCtx = 4096, kHeadDim = 64, kGroup = 4, kPage = 32;
   const auto format = static_cast<KvFormat>(state.range(0));
@@ -254,13 +257,27 @@ void BM_AttentionDecode(benchmark::State& state) {
   std::vector<float> q(kGroup * kHeadDim), out(q.size());
   for (float& e : q) e = dist(rng);
   std::vector<float> scratch(attend_block_scratch_floats(kGroup, kPage, kHeadDim));
+  // Page p of copy c at block p * copies + c.
+  const size_t copies = state.range(1) != 0 ? 256 : 1;
+  std::vector<uint8_t> spread_keys(copies * keys.size()), spread_values(copies * values.size());
+  for (size_t c = 0; c < copies; ++c) {
+    for (size_t p = 0; p < kCtx / kPage; ++p) {
+      std::copy_n(&keys[p * key_bytes], key_bytes, &spread_keys[(p * copies + c) * key_bytes]);
+      std::copy_n(&values[p * value_bytes], value_bytes,
+                  &spread_values[(p * copies + c) * value_bytes]);
+    }
+  }
+  size_t copy = 0;
   for (auto _ : state) {
     OnlineSoftmax st[kGroup];
     std::fill(out.begin(), out.end(), 0.0f);
     for (size_t p = 0; p < kCtx / kPage; ++p) {
-      attend_block(format, &keys[p * key_bytes], &values[p * value_bytes], kPage, kPage, kHeadDim,
-                   q.data(), kGroup, 0.125f, st, out.data(), scratch.data());
+      const size_t block = p * copies + copy;
+      attend_block(format, &spread_keys[block * key_bytes], &spread_values[block * value_bytes],
+                   kPage, kPage, kHeadDim, q.data(), kGroup, 0.125f, st, out.data(),
+                   scratch.data());
     }
+    copy = (copy + 1) % copies;
     benchmark::DoNotOptimize(out.data());
   }
   state.SetLabel(std::string(kv_format_name(format)) + " " + active_simd_target());
@@ -276,8 +293,8 @@ void register_benchmarks() {
   for (KvFormat f : {KvFormat::kF16, KvFormat::kBF16, KvFormat::kQ8_0, KvFormat::kQ4_0,
                      KvFormat::kR8, KvFormat::kR4, KvFormat::kR3}) {
     benchmark::RegisterBenchmark("AttentionDecode", BM_AttentionDecode)
-        ->Arg(static_cast<int64_t>(f))
-        ->ArgName("format")
+        ->ArgsProduct({{static_cast<int64_t>(f)}, {0, 1}})
+        ->ArgNames({"format", "spread"})
         ->Unit(benchmark::kMicrosecond);
   }
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)

@@ -244,7 +244,7 @@ HWY_INLINE void RotatedKeyScores(D d, const uint8_t* codes, size_t n, size_t row
                                  const float* qk, const float* bias, float scale, float* scores,
                                  size_t stride) {
   using V = hn::Vec<D>;
-  const size_t lanes = hn::Lanes(d);  // 2 lanes divide rows (a multiple of 32; at most 16 lanes)
+  const size_t lanes = hn::Lanes(d);  // at most 16: two registers divide rows (a multiple of 32)
   const size_t channel_bytes = rotated_code_bytes(F, rows);
   for (size_t t0 = 0; t0 < n; t0 += 2 * lanes) {
     V a[kH], b[kH];
