@@ -285,8 +285,6 @@ uint32_t GrammarMatcher::flat_reach(uint32_t pos) {
 
 void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_t> words,
                                         size_t room) {
-  const TokenVocabulary& vocab = compiled_->vocabulary();
-  const auto allowed = [&](int32_t id) { return is_allowed(words, id); };
   // A top whose frame is flat (strings with their escapes, pattern automata) bounds the tokens
   // that stay in it: they end between `below` (what the frames under the top still need) and
   // below + flat_reach from the end, so they fit when that reach fits the room and are too far
@@ -309,22 +307,13 @@ void GrammarMatcher::restrict_to_budget(const StackSet& state, std::span<uint32_
     restrict_by_frames(state, words, room);
     return;
   }
-  // A token of L bytes is otherwise taken to move the end at most L bytes plus one choice's
-  // jump further (the assumption of the margin in fill_next_token_bitmask): only longer tokens
-  // can reach past the room, and only they are walked.
-  const size_t jump = std::min<size_t>(compiled_->grammar().max_choice_jump(), kMaxJumpMargin);
-  const size_t reach = distance(state) + jump;
-  const size_t min_length = room > reach ? room - reach + 1 : 0;
+  const size_t min_length = shortest_past_room(state, room);
   // The words are the mask of memo_state_, which fill_next_token_bitmask just set to `state`
   // and which clears budget_memo_valid_ whenever it computes a mask anew: a valid memo is this
   // state's allowed tokens (those at least budget_memo_min_length_ long) and their distances.
   if (!budget_memo_valid_ || min_length < budget_memo_min_length_) {
     budget_indices_.clear();
-    for (uint32_t k = 0; k < vocab.n_sorted(); ++k) {
-      if (vocab.sorted_piece(k).size() >= min_length && allowed(vocab.sorted_id(k))) {
-        budget_indices_.push_back(k);
-      }
-    }
+    push_long_indices(0, compiled_->vocabulary().n_sorted(), min_length, words);
     budget_memo_min_length_ = min_length;
     walk_budget_indices(state);
     budget_memo_valid_ = true;
@@ -361,17 +350,11 @@ void GrammarMatcher::restrict_by_frames(const StackSet& state, std::span<uint32_
       if (set.test(static_cast<uint8_t>(b))) byte_frames[b] |= bit;
     }
   }
-  const size_t jump = std::min<size_t>(g.max_choice_jump(), kMaxJumpMargin);
-  const size_t reach = distance(state) + jump;
-  const size_t min_length = room > reach ? room - reach + 1 : 0;
+  const size_t min_length = shortest_past_room(state, room);
   budget_indices_.clear();
   for (unsigned b = 0; b < 256; ++b) {
     if (byte_frames[b] == 0 || byte_frames[b] == kFitBit || byte_frames[b] == kFarBit) continue;
-    for (uint32_t k = vocab.first_byte_begin(b); k < vocab.first_byte_begin(b + 1); ++k) {
-      if (vocab.sorted_piece(k).size() >= min_length && is_allowed(words, vocab.sorted_id(k))) {
-        budget_indices_.push_back(k);
-      }
-    }
+    push_long_indices(vocab.first_byte_begin(b), vocab.first_byte_begin(b + 1), min_length, words);
   }
   for (size_t i = 0; i < state.tops.size(); ++i) {
     if (top_frames_[i] != Frame::kOpen) push_leaving_indices(state.tops[i], words);
@@ -404,6 +387,25 @@ void GrammarMatcher::restrict_by_frames(const StackSet& state, std::span<uint32_
   bool any = state.can_end;
   for (uint32_t w : words) any = any || w != 0;
   if (!any) std::copy(keep_words_.begin(), keep_words_.end(), words.begin());
+}
+
+// A token of L bytes is taken to move the end at most L bytes plus one choice's jump further
+// (the assumption of the margin in fill_next_token_bitmask): only tokens at least this long can
+// reach past the room, and only they are walked.
+size_t GrammarMatcher::shortest_past_room(const StackSet& state, size_t room) const {
+  const size_t jump = std::min<size_t>(compiled_->grammar().max_choice_jump(), kMaxJumpMargin);
+  const size_t reach = distance(state) + jump;
+  return room > reach ? room - reach + 1 : 0;
+}
+
+void GrammarMatcher::push_long_indices(uint32_t begin, uint32_t end, size_t min_length,
+                                       std::span<const uint32_t> words) {
+  const TokenVocabulary& vocab = compiled_->vocabulary();
+  for (uint32_t k = begin; k < end; ++k) {
+    if (vocab.sorted_piece(k).size() >= min_length && is_allowed(words, vocab.sorted_id(k))) {
+      budget_indices_.push_back(k);
+    }
+  }
 }
 
 void GrammarMatcher::push_leaving_indices(uint32_t top, std::span<const uint32_t> words) {

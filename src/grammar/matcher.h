@@ -86,8 +86,13 @@ class GrammarMatcher {
   enum class Frame : uint8_t { kFit, kFar, kOpen };
   void restrict_by_frames(const StackSet& state, std::span<uint32_t> words, size_t room);
   void walk_budget_indices(const StackSet& state);
-  // Appends the allowed tokens that may leave the frame of `top` (its uncertain ones) to
-  // budget_indices_; walks budget_indices_ sorted and unique, not as the memo's.
+  // The shortest token that can move the end past `room` bytes.
+  size_t shortest_past_room(const StackSet& state, size_t room) const;
+  // Append to budget_indices_ the allowed tokens of sorted indices [begin, end) at least
+  // min_length bytes long, and the allowed tokens that may leave the frame of `top` (its
+  // uncertain ones); walks budget_indices_ sorted and unique, not as the memo's.
+  void push_long_indices(uint32_t begin, uint32_t end, size_t min_length,
+                         std::span<const uint32_t> words);
   void push_leaving_indices(uint32_t top, std::span<const uint32_t> words);
   void walk_budget_subset(const StackSet& state);
   static constexpr size_t kRememberedBudgetWalk = 16;  // tokens
