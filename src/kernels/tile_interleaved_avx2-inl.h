@@ -54,6 +54,11 @@ HWY_INLINE __m256i Broadcast4x8(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// An empty asm that takes v in a register and gives it back: the sums before it must be done
+// there. GCC otherwise reassociates a chain of integer adds into a tree over all the loop's
+// products (legal for integers), which keeps 32 products live at once and spills them.
+HWY_INLINE void PinRegister(__m256i& v) { asm("" : "+x"(v)); }
+
 // Eight int32 lanes x (one per row, |x| < 2^15) as the int16 pairs (x, x): vpmaddwd of int16
 // pair sums by it multiplies each row's sum by x, as VNNI's separate vpmulld does.
 HWY_INLINE __m256i PairEpi16(__m256i x) {
@@ -78,6 +83,15 @@ HWY_INLINE ScaleMin8 Q4KScaleMin8(const uint8_t* planes, int s, size_t r) {
   return {_mm256_cvtepu8_epi32(bytes.scale), _mm256_cvtepu8_epi32(bytes.min)};
 }
 
+// Q5_K's fifth bits of sub-block s: bit s of each qh byte moved to bit 4, as 16 to OR into the
+// nibble (a 16-bit shift: what crosses into the other byte lands below bit 4 or above it and is
+// masked off).
+HWY_INLINE __m256i FifthBits(__m256i qh, int s) {
+  const __m256i moved = s <= 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - s))
+                               : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(s - 4));
+  return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
+}
+
 // The VNNI GroupQ4K's integer sums and f32 steps, rows 0-7 then 8-15 of each block. A nibble's
 // product pairs (at most 2 * 15 * 127 = 3810) are added in int16 over the 8 registers of a
 // sub-block (at most 30480 < 2^15), and only that sum is multiplied by the sub-block scale in
@@ -91,14 +105,7 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
                            float* y, size_t y_stride) {
   constexpr size_t kGroupBlock = kInterleaveRows * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
   constexpr size_t kRegistersPerSum16 = kQ5 ? 4 : 8;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-  // Bit s of each byte moved to bit 4 (a 16-bit shift: what crosses into the other byte lands
-  // below bit 4 or above it and is masked off).
-  auto fifth_bits = [&](__m256i qh, int s) {
-    const __m256i moved = s <= 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - s))
-                                 : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(s - 4));
-    return _mm256_and_si256(moved, bit4);
-  };
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[kT][2];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (size_t b = 0; b < blocks; ++b) {
@@ -125,8 +132,8 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
             if constexpr (kQ5) {
               const __m256i high =
                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 64 * j + 32 * r));
-              u_lo = _mm256_or_si256(u_lo, fifth_bits(high, 2 * i));
-              u_hi = _mm256_or_si256(u_hi, fifth_bits(high, 2 * i + 1));
+              u_lo = _mm256_or_si256(u_lo, FifthBits(high, 2 * i));
+              u_hi = _mm256_or_si256(u_hi, FifthBits(high, 2 * i + 1));
             }
             for (size_t t = 0; t < kT; ++t) {
               const int8_t* act = a[t][b].qs + 64 * i + 4 * j;
@@ -156,6 +163,92 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
     }
   }
   StoreRowHalves<kT>(acc, y, y_stride);
+}
+
+// GroupQ4K for one token (decode), with the same integer sums and f32 steps. Decode streams the
+// weights once, and with 256-bit registers GroupQ4K<1> computes barely faster than two cores
+// read (MatvecHot q4_K 24 GB/s on one Zen 4 core with --simd AVX2, against 14 GB/s per core
+// that decode must stream), so the work per byte decides how much of the read bandwidth decode
+// reaches. Here each 64-byte line is read for both row halves in one pass, so its two
+// activation broadcasts serve 16 rows, and the block's scales and mins are decoded once for all
+// 16 rows (128-bit planes) instead of once per half and again for the min term: 33 GB/s.
+template <bool kQ5 = false>
+HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* act,
+                                   float* y) {
+  constexpr size_t kGroupBlock = kInterleaveRows * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
+  constexpr size_t kRegistersPerSum16 = kQ5 ? 4 : 8;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  // Sub-block s's scale of rows 8r ..+7 as the int16 pairs (scale, scale) that vpmaddwd takes.
+  auto scale_pairs = [](__m128i scale_bytes, size_t r) {
+    return _mm256_cvtepu8_epi16(r == 0 ? _mm_unpacklo_epi8(scale_bytes, scale_bytes)
+                                       : _mm_unpackhi_epi8(scale_bytes, scale_bytes));
+  };
+  alignas(16) uint8_t mins[8][kInterleaveRows];  // the block's min bytes, sub-block by row
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* gb = w + b * kGroupBlock;
+    const ActBlockQ8KTiled& a = act[b];
+    const uint8_t* planes = gb + 4 * kInterleaveRows;
+    const uint8_t* qh = planes + 12 * kInterleaveRows;  // Q5_K only
+    const uint8_t* qs = qh + (kQ5 ? 32 * kInterleaveRows : 0);
+    for (const uint8_t* line = gb; line < qs; line += 64) PrefetchAhead(line);  // scales, qh
+    auto plane = [&](int p) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 16 * p));
+    };
+    __m256i total[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    // Chunk i holds sub-blocks 2i (low nibbles) and 2i + 1 (high nibbles).
+    for (int i = 0; i < 4; ++i) {
+      const ScaleMinBytes sub_lo = Q4KScaleMinBytes(plane, 2 * i);
+      const ScaleMinBytes sub_hi = Q4KScaleMinBytes(plane, 2 * i + 1);
+      _mm_store_si128(reinterpret_cast<__m128i*>(mins[2 * i]), sub_lo.min);
+      _mm_store_si128(reinterpret_cast<__m128i*>(mins[2 * i + 1]), sub_hi.min);
+      for (size_t j0 = 0; j0 < 8; j0 += kRegistersPerSum16) {
+        __m256i lo[2], hi[2];
+        lo[0] = lo[1] = hi[0] = hi[1] = _mm256_setzero_si256();
+        for (size_t j = j0; j < j0 + kRegistersPerSum16; ++j) {
+          const uint8_t* line = qs + 512 * i + 64 * j;
+          PrefetchAhead(line);
+          const __m256i act_lo = Broadcast4x8(a.qs + 64 * i + 4 * j);
+          const __m256i act_hi = Broadcast4x8(a.qs + 64 * i + 4 * j + 32);
+          for (size_t r = 0; r < 2; ++r) {
+            const __m256i packed =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + 32 * r));
+            __m256i u_lo = _mm256_and_si256(packed, low4);
+            __m256i u_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+            if constexpr (kQ5) {
+              const __m256i high =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 64 * j + 32 * r));
+              u_lo = _mm256_or_si256(u_lo, FifthBits(high, 2 * i));
+              u_hi = _mm256_or_si256(u_hi, FifthBits(high, 2 * i + 1));
+            }
+            lo[r] = _mm256_add_epi16(lo[r], _mm256_maddubs_epi16(u_lo, act_lo));
+            hi[r] = _mm256_add_epi16(hi[r], _mm256_maddubs_epi16(u_hi, act_hi));
+            PinRegister(lo[r]);
+            PinRegister(hi[r]);
+          }
+        }
+        for (size_t r = 0; r < 2; ++r) {
+          total[r] =
+              _mm256_add_epi32(total[r], _mm256_madd_epi16(lo[r], scale_pairs(sub_lo.scale, r)));
+          total[r] =
+              _mm256_add_epi32(total[r], _mm256_madd_epi16(hi[r], scale_pairs(sub_hi.scale, r)));
+        }
+      }
+    }
+    for (size_t r = 0; r < 2; ++r) {
+      const __m256 d = LoadHalf8(gb, r), dmin = LoadHalf8(gb + 2 * kInterleaveRows, r);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[r]), _mm256_mul_ps(d, _mm256_set1_ps(a.d)),
+                               acc[r]);
+      for (int s = 0; s < 8; ++s) {
+        const __m256i min = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins[s] + 8 * r)));
+        acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_cvtepi32_ps(min)),
+                                  _mm256_set1_ps(a.sub_sums[s]), acc[r]);
+      }
+    }
+  }
+  _mm256_storeu_ps(y, acc[0]);
+  _mm256_storeu_ps(y + 8, acc[1]);
 }
 
 // The VNNI GroupQ6K's sums, rows 0-7 then 8-15: 6-bit quants' product pairs (at most
