@@ -92,6 +92,25 @@ HWY_INLINE __m256i FifthBits(__m256i qh, int s) {
   return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
 }
 
+// The quants of chunk i in 32 bytes of a Q4_K/Q5_K group block (8 rows): sub-block 2i from the
+// low nibbles, 2i + 1 from the high ones; Q5_K's with their fifth bits from the same 32 bytes of
+// the qh plane.
+struct QuantPair {
+  __m256i lo, hi;
+};
+template <bool kQ5>
+HWY_INLINE QuantPair Q45KQuants(const uint8_t* quants, const uint8_t* qh, int i) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants));
+  QuantPair u{_mm256_and_si256(packed, low4), _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4)};
+  if constexpr (kQ5) {
+    const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+    u.lo = _mm256_or_si256(u.lo, FifthBits(high, 2 * i));
+    u.hi = _mm256_or_si256(u.hi, FifthBits(high, 2 * i + 1));
+  }
+  return u;
+}
+
 // The VNNI GroupQ4K's integer sums and f32 steps, rows 0-7 then 8-15 of each block. A nibble's
 // product pairs (at most 2 * 15 * 127 = 3810) are added in int16 over the 8 registers of a
 // sub-block (at most 30480 < 2^15), and only that sum is multiplied by the sub-block scale in
@@ -105,7 +124,6 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
                            float* y, size_t y_stride) {
   constexpr size_t kGroupBlock = kInterleaveRows * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
   constexpr size_t kRegistersPerSum16 = kQ5 ? 4 : 8;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[kT][2];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (size_t b = 0; b < blocks; ++b) {
@@ -125,20 +143,11 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
           for (size_t j = j0; j < j0 + kRegistersPerSum16; ++j) {
             const uint8_t* line = qs + 512 * i + 64 * j;
             if (r == 0) PrefetchAhead(line);
-            const __m256i packed =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + 32 * r));
-            __m256i u_lo = _mm256_and_si256(packed, low4);
-            __m256i u_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-            if constexpr (kQ5) {
-              const __m256i high =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 64 * j + 32 * r));
-              u_lo = _mm256_or_si256(u_lo, FifthBits(high, 2 * i));
-              u_hi = _mm256_or_si256(u_hi, FifthBits(high, 2 * i + 1));
-            }
+            const QuantPair u = Q45KQuants<kQ5>(line + 32 * r, qh + 64 * j + 32 * r, i);
             for (size_t t = 0; t < kT; ++t) {
               const int8_t* act = a[t][b].qs + 64 * i + 4 * j;
-              lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(u_lo, Broadcast4x8(act)));
-              hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(u_hi, Broadcast4x8(act + 32)));
+              lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(u.lo, Broadcast4x8(act)));
+              hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(u.hi, Broadcast4x8(act + 32)));
             }
           }
           const __m256i scale_lo = PairEpi16(Q4KScaleMin8(planes, 2 * i, r).scale);
@@ -177,7 +186,6 @@ HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlo
                                    float* y) {
   constexpr size_t kGroupBlock = kInterleaveRows * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
   constexpr size_t kRegistersPerSum16 = kQ5 ? 4 : 8;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   // Sub-block s's scale of rows 8r ..+7 as the int16 pairs (scale, scale) that vpmaddwd takes.
   auto scale_pairs = [](__m128i scale_bytes, size_t r) {
     return _mm256_cvtepu8_epi16(r == 0 ? _mm_unpacklo_epi8(scale_bytes, scale_bytes)
@@ -211,18 +219,9 @@ HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlo
           const __m256i act_lo = Broadcast4x8(a.qs + 64 * i + 4 * j);
           const __m256i act_hi = Broadcast4x8(a.qs + 64 * i + 4 * j + 32);
           for (size_t r = 0; r < 2; ++r) {
-            const __m256i packed =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line + 32 * r));
-            __m256i u_lo = _mm256_and_si256(packed, low4);
-            __m256i u_hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-            if constexpr (kQ5) {
-              const __m256i high =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 64 * j + 32 * r));
-              u_lo = _mm256_or_si256(u_lo, FifthBits(high, 2 * i));
-              u_hi = _mm256_or_si256(u_hi, FifthBits(high, 2 * i + 1));
-            }
-            lo[r] = _mm256_add_epi16(lo[r], _mm256_maddubs_epi16(u_lo, act_lo));
-            hi[r] = _mm256_add_epi16(hi[r], _mm256_maddubs_epi16(u_hi, act_hi));
+            const QuantPair u = Q45KQuants<kQ5>(line + 32 * r, qh + 64 * j + 32 * r, i);
+            lo[r] = _mm256_add_epi16(lo[r], _mm256_maddubs_epi16(u.lo, act_lo));
+            hi[r] = _mm256_add_epi16(hi[r], _mm256_maddubs_epi16(u.hi, act_hi));
             PinRegister(lo[r]);
             PinRegister(hi[r]);
           }
