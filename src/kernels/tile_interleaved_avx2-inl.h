@@ -59,29 +59,39 @@ HWY_INLINE __m256i Broadcast4x8(const int8_t* p) {
 // products (legal for integers), which keeps 32 products live at once and spills them.
 HWY_INLINE void PinRegister(__m256i& v) { asm("" : "+x"(v)); }
 
-// Eight int32 lanes x (one per row, |x| < 2^15) as the int16 pairs (x, x): vpmaddwd of int16
-// pair sums by it multiplies each row's sum by x, as VNNI's separate vpmulld does.
-HWY_INLINE __m256i PairEpi16(__m256i x) {
-  return _mm256_or_si256(_mm256_and_si256(x, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(x, 16));
-}
-
 // 8 f16 (rows 8r ..+7 of a group's 16 per-row halves at p) as f32.
 HWY_INLINE __m256 LoadHalf8(const uint8_t* p, size_t r) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * r)));
 }
 
-// Q4_K's scale and min of sub-block s for rows 8r ..+7, as int32 lanes.
-struct ScaleMin8 {
-  __m256i scale, min;
+// A Q4_K/Q5_K group block's 6-bit scales and mins, decoded once for its 16 rows (128-bit planes)
+// and kept by sub-block and row, so that neither row half nor the min term decodes them again.
+struct ScaleMinTable {
+  alignas(16) uint8_t scale[8][kInterleaveRows];
+  alignas(16) uint8_t min[8][kInterleaveRows];
+
+  explicit ScaleMinTable(const uint8_t* planes) {
+    auto plane = [&](int p) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 16 * p));
+    };
+    for (int s = 0; s < 8; ++s) {
+      const ScaleMinBytes bytes = Q4KScaleMinBytes(plane, s);
+      _mm_store_si128(reinterpret_cast<__m128i*>(scale[s]), bytes.scale);
+      _mm_store_si128(reinterpret_cast<__m128i*>(min[s]), bytes.min);
+    }
+  }
+  // Sub-block s's scales of rows 8r ..+7 as the int16 pairs (scale, scale) by which vpmaddwd
+  // multiplies each row's pair of int16 sums.
+  __m256i ScalePairs(int s, size_t r) const {
+    const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(scale[s]));
+    return _mm256_cvtepu8_epi16(r == 0 ? _mm_unpacklo_epi8(x, x) : _mm_unpackhi_epi8(x, x));
+  }
+  // Sub-block s's mins of rows 8r ..+7 as f32.
+  __m256 Mins(int s, size_t r) const {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(min[s] + 8 * r))));
+  }
 };
-HWY_INLINE ScaleMin8 Q4KScaleMin8(const uint8_t* planes, int s, size_t r) {
-  const ScaleMinBytes bytes = Q4KScaleMinBytes(
-      [&](int p) {
-        return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(planes + 16 * p + 8 * r));
-      },
-      s);
-  return {_mm256_cvtepu8_epi32(bytes.scale), _mm256_cvtepu8_epi32(bytes.min)};
-}
 
 // Q5_K's fifth bits of sub-block s: bit s of each qh byte moved to bit 4, as 16 to OR into the
 // nibble (a 16-bit shift: what crosses into the other byte lands below bit 4 or above it and is
@@ -132,6 +142,7 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
     const uint8_t* qh = planes + 12 * kInterleaveRows;  // Q5_K only
     const uint8_t* qs = qh + (kQ5 ? 32 * kInterleaveRows : 0);
     for (const uint8_t* line = gb; line < qs; line += 64) PrefetchAhead(line);  // scales, qh
+    const ScaleMinTable scale_min(planes);
     for (size_t r = 0; r < 2; ++r) {
       __m256i total[kT];
       for (size_t t = 0; t < kT; ++t) total[t] = _mm256_setzero_si256();
@@ -150,8 +161,8 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
               hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(u.hi, Broadcast4x8(act + 32)));
             }
           }
-          const __m256i scale_lo = PairEpi16(Q4KScaleMin8(planes, 2 * i, r).scale);
-          const __m256i scale_hi = PairEpi16(Q4KScaleMin8(planes, 2 * i + 1, r).scale);
+          const __m256i scale_lo = scale_min.ScalePairs(2 * i, r);
+          const __m256i scale_hi = scale_min.ScalePairs(2 * i + 1, r);
           for (size_t t = 0; t < kT; ++t) {
             total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(lo[t], scale_lo));
             total[t] = _mm256_add_epi32(total[t], _mm256_madd_epi16(hi[t], scale_hi));
@@ -164,7 +175,7 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
         acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t]), scale, acc[t][r]);
       }
       for (int s = 0; s < 8; ++s) {
-        const __m256 min = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(Q4KScaleMin8(planes, s, r).min));
+        const __m256 min = _mm256_mul_ps(dmin, scale_min.Mins(s, r));
         for (size_t t = 0; t < kT; ++t) {
           acc[t][r] = _mm256_fnmadd_ps(min, _mm256_set1_ps(a[t][b].sub_sums[s]), acc[t][r]);
         }
@@ -175,23 +186,16 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
 }
 
 // GroupQ4K for one token (decode), with the same integer sums and f32 steps. Decode streams the
-// weights once, and with 256-bit registers GroupQ4K<1> computes barely faster than two cores
+// weights once, and with 256-bit registers GroupQ4K<1> computed barely faster than two cores
 // read (MatvecHot q4_K 24 GB/s on one Zen 4 core with --simd AVX2, against 14 GB/s per core
 // that decode must stream), so the work per byte decides how much of the read bandwidth decode
 // reaches. Here each 64-byte line is read for both row halves in one pass, so its two
-// activation broadcasts serve 16 rows, and the block's scales and mins are decoded once for all
-// 16 rows (128-bit planes) instead of once per half and again for the min term: 33 GB/s.
+// activation broadcasts serve 16 rows, and the int16 sums stay in registers: 33 GB/s.
 template <bool kQ5 = false>
 HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* act,
                                    float* y) {
   constexpr size_t kGroupBlock = kInterleaveRows * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
   constexpr size_t kRegistersPerSum16 = kQ5 ? 4 : 8;
-  // Sub-block s's scale of rows 8r ..+7 as the int16 pairs (scale, scale) that vpmaddwd takes.
-  auto scale_pairs = [](__m128i scale_bytes, size_t r) {
-    return _mm256_cvtepu8_epi16(r == 0 ? _mm_unpacklo_epi8(scale_bytes, scale_bytes)
-                                       : _mm_unpackhi_epi8(scale_bytes, scale_bytes));
-  };
-  alignas(16) uint8_t mins[8][kInterleaveRows];  // the block's min bytes, sub-block by row
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* gb = w + b * kGroupBlock;
@@ -200,16 +204,10 @@ HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlo
     const uint8_t* qh = planes + 12 * kInterleaveRows;  // Q5_K only
     const uint8_t* qs = qh + (kQ5 ? 32 * kInterleaveRows : 0);
     for (const uint8_t* line = gb; line < qs; line += 64) PrefetchAhead(line);  // scales, qh
-    auto plane = [&](int p) {
-      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + 16 * p));
-    };
+    const ScaleMinTable scale_min(planes);
     __m256i total[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     // Chunk i holds sub-blocks 2i (low nibbles) and 2i + 1 (high nibbles).
     for (int i = 0; i < 4; ++i) {
-      const ScaleMinBytes sub_lo = Q4KScaleMinBytes(plane, 2 * i);
-      const ScaleMinBytes sub_hi = Q4KScaleMinBytes(plane, 2 * i + 1);
-      _mm_store_si128(reinterpret_cast<__m128i*>(mins[2 * i]), sub_lo.min);
-      _mm_store_si128(reinterpret_cast<__m128i*>(mins[2 * i + 1]), sub_hi.min);
       for (size_t j0 = 0; j0 < 8; j0 += kRegistersPerSum16) {
         __m256i lo[2], hi[2];
         lo[0] = lo[1] = hi[0] = hi[1] = _mm256_setzero_si256();
@@ -228,9 +226,9 @@ HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlo
         }
         for (size_t r = 0; r < 2; ++r) {
           total[r] =
-              _mm256_add_epi32(total[r], _mm256_madd_epi16(lo[r], scale_pairs(sub_lo.scale, r)));
-          total[r] =
-              _mm256_add_epi32(total[r], _mm256_madd_epi16(hi[r], scale_pairs(sub_hi.scale, r)));
+              _mm256_add_epi32(total[r], _mm256_madd_epi16(lo[r], scale_min.ScalePairs(2 * i, r)));
+          total[r] = _mm256_add_epi32(total[r],
+                                      _mm256_madd_epi16(hi[r], scale_min.ScalePairs(2 * i + 1, r)));
         }
       }
     }
@@ -239,9 +237,7 @@ HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlo
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[r]), _mm256_mul_ps(d, _mm256_set1_ps(a.d)),
                                acc[r]);
       for (int s = 0; s < 8; ++s) {
-        const __m256i min = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins[s] + 8 * r)));
-        acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_cvtepi32_ps(min)),
+        acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, scale_min.Mins(s, r)),
                                   _mm256_set1_ps(a.sub_sums[s]), acc[r]);
       }
     }
