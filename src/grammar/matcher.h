@@ -88,12 +88,14 @@ class GrammarMatcher {
   void walk_budget_indices(const StackSet& state);
   // The shortest token that can move the end past `room` bytes.
   size_t shortest_past_room(const StackSet& state, size_t room) const;
-  // Append to budget_indices_ the allowed tokens of sorted indices [begin, end) at least
-  // min_length bytes long, and the allowed tokens that may leave the frame of `top` (its
-  // uncertain ones); walks budget_indices_ sorted and unique, not as the memo's.
+  // Appends to budget_indices_ the allowed tokens of sorted indices [begin, end) that are at
+  // least min_length bytes long.
   void push_long_indices(uint32_t begin, uint32_t end, size_t min_length,
                          std::span<const uint32_t> words);
+  // Appends to budget_indices_ the allowed tokens that may leave the frame of `top` (its
+  // uncertain ones).
   void push_leaving_indices(uint32_t top, std::span<const uint32_t> words);
+  // Walks budget_indices_ sorted and unique, not as the memo's.
   void walk_budget_subset(const StackSet& state);
   static constexpr size_t kRememberedBudgetWalk = 16;  // tokens
   // The most a token that stays in the frame of `pos` can leave to write before that frame

@@ -325,11 +325,6 @@ void InterleavedK(const uint8_t* w, size_t w_stride, size_t row_begin, size_t ro
   ForEachGroupTile<ActBlockQ8KTiled, kMaxGroupTokensK>(
       w, w_stride, row_begin, row_end, act, act_stride, n_tokens, y, y_stride,
       [&]<size_t kT>(const uint8_t* g, const ActBlockQ8KTiled* const* a, float* out) {
-#if HWY_TARGET != HWY_AVX3_DL
-        if constexpr (kT == 1 && kType != DType::kQ6_K) {
-          return GroupQ4KOneToken<kType == DType::kQ5_K>(g, blocks, a[0], out);
-        }
-#endif
         if constexpr (kType == DType::kQ4_K) {
           GroupQ4K<kT>(g, blocks, a, out, y_stride);
         } else if constexpr (kType == DType::kQ5_K) {

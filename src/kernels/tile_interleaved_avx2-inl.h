@@ -121,6 +121,77 @@ HWY_INLINE QuantPair Q45KQuants(const uint8_t* quants, const uint8_t* qh, int i)
   return u;
 }
 
+// A Q4_K/Q5_K block's f32 step for rows 8r ..+7 of kT tokens, as the VNNI kernel takes it:
+// acc += total * d * d_a, then acc -= dmin * min_s * sub_sum_s sub-block by sub-block.
+template <size_t kT>
+HWY_INLINE void AddQ4KBlock(const uint8_t* gb, const ScaleMinTable& scale_min, size_t r,
+                            const __m256i* total, const ActBlockQ8KTiled* const* a, size_t b,
+                            __m256 (*acc)[2]) {
+  const __m256 d = LoadHalf8(gb, r), dmin = LoadHalf8(gb + 2 * kInterleaveRows, r);
+  for (size_t t = 0; t < kT; ++t) {
+    const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(a[t][b].d));
+    acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t]), scale, acc[t][r]);
+  }
+  for (int s = 0; s < 8; ++s) {
+    const __m256 min = _mm256_mul_ps(dmin, scale_min.Mins(s, r));
+    for (size_t t = 0; t < kT; ++t) {
+      acc[t][r] = _mm256_fnmadd_ps(min, _mm256_set1_ps(a[t][b].sub_sums[s]), acc[t][r]);
+    }
+  }
+}
+
+// GroupQ4K for one token (decode; GroupQ4K<1> calls it), with the same integer sums and f32 steps.
+// Decode streams the weights once, and with 256-bit registers GroupQ4K<1> computed barely faster
+// than two cores read (MatvecHot q4_K 24 GB/s on one Zen 4 core with --simd AVX2, against 14 GB/s
+// per core that decode must stream), so the work per byte decides how much of the read bandwidth
+// decode reaches. Here each 64-byte line is read for both row halves in one pass, so its two
+// activation broadcasts serve 16 rows, and the int16 sums stay in registers: 33 GB/s.
+template <bool kQ5 = false>
+HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* act,
+                                   float* y) {
+  constexpr size_t kGroupBlock = kInterleaveRows * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
+  constexpr size_t kRegistersPerSum16 = kQ5 ? 4 : 8;
+  __m256 acc[1][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}};
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* gb = w + b * kGroupBlock;
+    const ActBlockQ8KTiled& a = act[b];
+    const uint8_t* planes = gb + 4 * kInterleaveRows;
+    const uint8_t* qh = planes + 12 * kInterleaveRows;  // Q5_K only
+    const uint8_t* qs = qh + (kQ5 ? 32 * kInterleaveRows : 0);
+    for (const uint8_t* line = gb; line < qs; line += 64) PrefetchAhead(line);  // scales, qh
+    const ScaleMinTable scale_min(planes);
+    __m256i total[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    // Chunk i holds sub-blocks 2i (low nibbles) and 2i + 1 (high nibbles).
+    for (int i = 0; i < 4; ++i) {
+      for (size_t j0 = 0; j0 < 8; j0 += kRegistersPerSum16) {
+        __m256i lo[2], hi[2];
+        lo[0] = lo[1] = hi[0] = hi[1] = _mm256_setzero_si256();
+        for (size_t j = j0; j < j0 + kRegistersPerSum16; ++j) {
+          const uint8_t* line = qs + 512 * i + 64 * j;
+          PrefetchAhead(line);
+          const __m256i act_lo = Broadcast4x8(a.qs + 64 * i + 4 * j);
+          const __m256i act_hi = Broadcast4x8(a.qs + 64 * i + 4 * j + 32);
+          for (size_t r = 0; r < 2; ++r) {
+            const QuantPair u = Q45KQuants<kQ5>(line + 32 * r, qh + 64 * j + 32 * r, i);
+            lo[r] = _mm256_add_epi16(lo[r], _mm256_maddubs_epi16(u.lo, act_lo));
+            hi[r] = _mm256_add_epi16(hi[r], _mm256_maddubs_epi16(u.hi, act_hi));
+            PinRegister(lo[r]);
+            PinRegister(hi[r]);
+          }
+        }
+        for (size_t r = 0; r < 2; ++r) {
+          total[r] =
+              _mm256_add_epi32(total[r], _mm256_madd_epi16(lo[r], scale_min.ScalePairs(2 * i, r)));
+          total[r] = _mm256_add_epi32(total[r],
+                                      _mm256_madd_epi16(hi[r], scale_min.ScalePairs(2 * i + 1, r)));
+        }
+      }
+    }
+    for (size_t r = 0; r < 2; ++r) AddQ4KBlock<1>(gb, scale_min, r, &total[r], &act, b, acc);
+  }
+  StoreRowHalves<1>(acc, y, 0);
+}
+
 // The VNNI GroupQ4K's integer sums and f32 steps, rows 0-7 then 8-15 of each block. A nibble's
 // product pairs (at most 2 * 15 * 127 = 3810) are added in int16 over the 8 registers of a
 // sub-block (at most 30480 < 2^15), and only that sum is multiplied by the sub-block scale in
@@ -132,6 +203,7 @@ HWY_INLINE QuantPair Q45KQuants(const uint8_t* quants, const uint8_t* qh, int i)
 template <size_t kT, bool kQ5 = false>
 HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* const* a,
                            float* y, size_t y_stride) {
+  if constexpr (kT == 1) return GroupQ4KOneToken<kQ5>(w, blocks, a[0], y);
   constexpr size_t kGroupBlock = kInterleaveRows * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
   constexpr size_t kRegistersPerSum16 = kQ5 ? 4 : 8;
   __m256 acc[kT][2];
@@ -169,81 +241,10 @@ HWY_NOINLINE void GroupQ4K(const uint8_t* w, size_t blocks, const ActBlockQ8KTil
           }
         }
       }
-      const __m256 d = LoadHalf8(gb, r), dmin = LoadHalf8(gb + 2 * kInterleaveRows, r);
-      for (size_t t = 0; t < kT; ++t) {
-        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(a[t][b].d));
-        acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t]), scale, acc[t][r]);
-      }
-      for (int s = 0; s < 8; ++s) {
-        const __m256 min = _mm256_mul_ps(dmin, scale_min.Mins(s, r));
-        for (size_t t = 0; t < kT; ++t) {
-          acc[t][r] = _mm256_fnmadd_ps(min, _mm256_set1_ps(a[t][b].sub_sums[s]), acc[t][r]);
-        }
-      }
+      AddQ4KBlock<kT>(gb, scale_min, r, total, a, b, acc);
     }
   }
   StoreRowHalves<kT>(acc, y, y_stride);
-}
-
-// GroupQ4K for one token (decode), with the same integer sums and f32 steps. Decode streams the
-// weights once, and with 256-bit registers GroupQ4K<1> computed barely faster than two cores
-// read (MatvecHot q4_K 24 GB/s on one Zen 4 core with --simd AVX2, against 14 GB/s per core
-// that decode must stream), so the work per byte decides how much of the read bandwidth decode
-// reaches. Here each 64-byte line is read for both row halves in one pass, so its two
-// activation broadcasts serve 16 rows, and the int16 sums stay in registers: 33 GB/s.
-template <bool kQ5 = false>
-HWY_NOINLINE void GroupQ4KOneToken(const uint8_t* w, size_t blocks, const ActBlockQ8KTiled* act,
-                                   float* y) {
-  constexpr size_t kGroupBlock = kInterleaveRows * (kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
-  constexpr size_t kRegistersPerSum16 = kQ5 ? 4 : 8;
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (size_t b = 0; b < blocks; ++b) {
-    const uint8_t* gb = w + b * kGroupBlock;
-    const ActBlockQ8KTiled& a = act[b];
-    const uint8_t* planes = gb + 4 * kInterleaveRows;
-    const uint8_t* qh = planes + 12 * kInterleaveRows;  // Q5_K only
-    const uint8_t* qs = qh + (kQ5 ? 32 * kInterleaveRows : 0);
-    for (const uint8_t* line = gb; line < qs; line += 64) PrefetchAhead(line);  // scales, qh
-    const ScaleMinTable scale_min(planes);
-    __m256i total[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-    // Chunk i holds sub-blocks 2i (low nibbles) and 2i + 1 (high nibbles).
-    for (int i = 0; i < 4; ++i) {
-      for (size_t j0 = 0; j0 < 8; j0 += kRegistersPerSum16) {
-        __m256i lo[2], hi[2];
-        lo[0] = lo[1] = hi[0] = hi[1] = _mm256_setzero_si256();
-        for (size_t j = j0; j < j0 + kRegistersPerSum16; ++j) {
-          const uint8_t* line = qs + 512 * i + 64 * j;
-          PrefetchAhead(line);
-          const __m256i act_lo = Broadcast4x8(a.qs + 64 * i + 4 * j);
-          const __m256i act_hi = Broadcast4x8(a.qs + 64 * i + 4 * j + 32);
-          for (size_t r = 0; r < 2; ++r) {
-            const QuantPair u = Q45KQuants<kQ5>(line + 32 * r, qh + 64 * j + 32 * r, i);
-            lo[r] = _mm256_add_epi16(lo[r], _mm256_maddubs_epi16(u.lo, act_lo));
-            hi[r] = _mm256_add_epi16(hi[r], _mm256_maddubs_epi16(u.hi, act_hi));
-            PinRegister(lo[r]);
-            PinRegister(hi[r]);
-          }
-        }
-        for (size_t r = 0; r < 2; ++r) {
-          total[r] =
-              _mm256_add_epi32(total[r], _mm256_madd_epi16(lo[r], scale_min.ScalePairs(2 * i, r)));
-          total[r] = _mm256_add_epi32(total[r],
-                                      _mm256_madd_epi16(hi[r], scale_min.ScalePairs(2 * i + 1, r)));
-        }
-      }
-    }
-    for (size_t r = 0; r < 2; ++r) {
-      const __m256 d = LoadHalf8(gb, r), dmin = LoadHalf8(gb + 2 * kInterleaveRows, r);
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[r]), _mm256_mul_ps(d, _mm256_set1_ps(a.d)),
-                               acc[r]);
-      for (int s = 0; s < 8; ++s) {
-        acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, scale_min.Mins(s, r)),
-                                  _mm256_set1_ps(a.sub_sums[s]), acc[r]);
-      }
-    }
-  }
-  _mm256_storeu_ps(y, acc[0]);
-  _mm256_storeu_ps(y + 8, acc[1]);
 }
 
 // The VNNI GroupQ6K's sums, rows 0-7 then 8-15: 6-bit quants' product pairs (at most
