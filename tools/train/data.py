@@ -101,7 +101,7 @@ class Sampler:
             valid = len(ids) - 1  # targets past it are padding
             ids = np.concatenate([ids, np.full(n + 1 - len(ids), EOS, dtype=np.int64)])
             cuts, kind = tk.gaps, task
-            spans = [(tk.answer_start - 1, len(tk.ids) - 2, task)]  # target indices of the answer
+            spans = [(a - 1, b - 1, task) for a, b in tk.answers]  # the answers' target indices
         else:
             start = int(rng.integers(0, len(self.stream) - n - 1))
             ids = self.stream[start:start + n + 1].astype(np.int64)
@@ -137,9 +137,8 @@ class Sampler:
             except ValueError:  # shorter than the task's fixed text: take the next draw
                 continue
             tk = tasks.tokens_of(case, self.enc)
-            first, end = len(ids) + tk.answer_start - 1, len(ids) + len(tk.ids) - 2
-            if end <= n:
-                spans.append((first, end, task))
+            spans += [(len(ids) + a - 1, len(ids) + b - 1, task) for a, b in tk.answers
+                      if len(ids) + b - 1 <= n]
             ids.extend(tk.ids)
         row = np.array(ids[: n + 1], dtype=np.int64)
         targets = row[1:].copy()

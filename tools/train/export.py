@@ -92,3 +92,20 @@ def export(ckpt_path: str, tokenizer_path: str, out_path: str, name: str) -> dic
         tensors.append((gguf_name(pname), a.astype(np.float16) if a.ndim >= 2 else a.astype(np.float32)))
     gguf.write(out_path, meta, tensors)
     return {"step": ck["step"], "tokens": ck["tokens"], "params": model.n_params()}
+
+
+def load_gguf_weights(model: Llama, path: str) -> None:
+    """Sets the model's parameters from an exported GGUF (the inverse of export's names), for a
+    run that starts from an earlier model instead of a fresh initialization."""
+    _, tensors = gguf.read(path)
+    state = model.state_dict()
+    missing = [n for n in state if gguf_name(n) not in tensors]
+    if missing:
+        raise SystemExit(f"error: {path} lacks {[gguf_name(n) for n in missing]}")
+    with torch.no_grad():
+        for pname, p in state.items():
+            a = tensors[gguf_name(pname)]
+            if tuple(a.shape) != tuple(p.shape):
+                raise SystemExit(f"error: {path}: {gguf_name(pname)} is {a.shape}, the model "
+                                 f"wants {tuple(p.shape)}")
+            p.copy_(torch.from_numpy(a.astype(np.float32)))

@@ -108,3 +108,59 @@ def write(path: str, metadata: dict[str, Value], tensors: list[tuple[str, np.nda
         for data in blobs:
             f.write(data)
             f.write(b"\0" * _pad(len(data)))
+
+
+def _read_value(buf: memoryview, at: int, type_: int) -> tuple[object, int]:
+    if type_ == STRING:
+        n = struct.unpack_from("<Q", buf, at)[0]
+        return bytes(buf[at + 8:at + 8 + n]).decode("utf-8"), at + 8 + n
+    if type_ == ARRAY:
+        elem_type, n = struct.unpack_from("<IQ", buf, at)
+        at += 12
+        if elem_type in _NUMPY:
+            size = np.dtype(_NUMPY[elem_type]).itemsize * n
+            return np.frombuffer(buf[at:at + size], dtype=_NUMPY[elem_type]), at + size
+        values = []
+        for _ in range(n):
+            v, at = _read_value(buf, at, elem_type)
+            values.append(v)
+        return values, at
+    fmt = _SCALAR[type_]
+    return struct.unpack_from(fmt, buf, at)[0], at + struct.calcsize(fmt)
+
+
+def read(path: str) -> tuple[dict[str, object], dict[str, np.ndarray]]:
+    """The metadata and the F32/F16 tensors of a GGUF file (numpy shape = GGUF dimensions
+    reversed, as write() takes them); other tensor types are refused."""
+    with open(path, "rb") as f:
+        buf = memoryview(f.read())
+    if bytes(buf[:4]) != b"GGUF":
+        raise ValueError(f"{path}: not a GGUF file")
+    version, n_tensors, n_meta = struct.unpack_from("<IQQ", buf, 4)
+    if version != 3:
+        raise ValueError(f"{path}: GGUF version {version}, this reader knows 3")
+    at, meta = 24, {}
+    for _ in range(n_meta):
+        key, at = _read_value(buf, at, STRING)
+        type_ = struct.unpack_from("<I", buf, at)[0]
+        meta[key], at = _read_value(buf, at + 4, type_)
+    infos = []
+    for _ in range(n_tensors):
+        name, at = _read_value(buf, at, STRING)
+        n_dims = struct.unpack_from("<I", buf, at)[0]
+        dims = struct.unpack_from(f"<{n_dims}Q", buf, at + 4)
+        gtype, offset = struct.unpack_from("<IQ", buf, at + 4 + 8 * n_dims)
+        at += 4 + 8 * n_dims + 12
+        infos.append((name, dims, gtype, offset))
+    alignment = int(meta.get("general.alignment", ALIGNMENT))
+    data_start = at + (alignment - at % alignment) % alignment
+    tensors = {}
+    for name, dims, gtype, offset in infos:
+        if gtype not in (GGML_F32, GGML_F16):
+            raise ValueError(f"{path}: tensor {name} has ggml type {gtype}; only F32/F16 are read")
+        dtype = np.dtype("<f4" if gtype == GGML_F32 else "<f2")
+        count = int(np.prod(dims))
+        start = data_start + offset
+        arr = np.frombuffer(buf[start:start + count * dtype.itemsize], dtype=dtype)
+        tensors[name] = arr.reshape(tuple(reversed(dims))).copy()
+    return meta, tensors

@@ -60,6 +60,24 @@ def last_eval(metrics_path: str) -> dict:
     return evals[-1] if evals else {}
 
 
+def _fine_tuned_from(ckpt: str, work: str, previous: dict) -> dict:
+    """For a run started from an exported model (init.from_gguf): that file's sha256 and, when
+    the manifest being replaced describes the same file, its entry (how that model was trained)."""
+    init = torch.load(ckpt, map_location="cpu")["config"].get("init", {})
+    if "from_gguf" not in init:
+        return {}
+    path = os.path.join(work, init["from_gguf"])
+    base = {"file": init["from_gguf"], "sha256": sha256(path) if os.path.exists(path) else None}
+    for entry in previous.values():
+        if entry.get("sha256") == base["sha256"]:
+            base.update({k: entry[k] for k in ("hyper_parameters", "training_steps",
+                                               "training_tokens", "training_seconds",
+                                               "validation_text_ppl_512") if k in entry})
+            if "fine_tuned_from" in entry:
+                base["fine_tuned_from"] = entry["fine_tuned_from"]
+    return base
+
+
 def write(work: str, repo: str, target: str, draft: str, val_chars: int) -> None:
     data, runs, corpus_dir = (os.path.join(work, x) for x in ("data", "runs", "corpus"))
     out_dir = os.path.join(repo, TESTBED)
@@ -87,10 +105,26 @@ def write(work: str, repo: str, target: str, draft: str, val_chars: int) -> None
                                      "passkey|multikey|vt` (multikey's haystack: --haystack "
                                      f"{val_rel}), deterministic in --seed; --write-prompts "
                                      "writes them for other engines")}
+    manifest_path = os.path.join(out_dir, "manifest.json")
+    previous: dict = {}
+    if os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            previous = json.load(f).get("models", {})
     total = 0
     for role, name in (("target", target), ("draft", draft)):
         ckpt = os.path.join(runs, name, "ckpt.pt")
         file_rel = os.path.join(TESTBED, f"{role}.gguf")
+        kept = previous.get(role)
+        if not os.path.exists(ckpt) and kept and os.path.exists(os.path.join(repo, file_rel)) \
+                and sha256(os.path.join(repo, file_rel)) == kept["sha256"]:
+            # No run here for this model (trained on another machine): the committed file and
+            # its entry stay as they are.
+            manifest[role] = file_rel
+            manifest.setdefault("models", {})[role] = kept
+            total += kept["bytes"]
+            print(f"{role}: kept {file_rel} as committed (no run {name} in {runs})")
+            continue
+        base = _fine_tuned_from(ckpt, os.path.dirname(runs), previous)
         info = export.export(ckpt, tokenizer_path, os.path.join(repo, file_rel), f"strata-testbed-{role}")
         model, ck = export.load_model(ckpt)
         export.round_to_export(model)
@@ -109,12 +143,14 @@ def write(work: str, repo: str, target: str, draft: str, val_chars: int) -> None
             "validation_text_ppl_512": perplexity_llama_style(model, val_ids),
             "task_accuracy_at_training_end": {k: v for k, v in ev.items() if k.startswith("acc_")},
         }
+        if base:
+            manifest["models"][role]["fine_tuned_from"] = base
         manifest["context_length"] = int(ck["config"]["model"]["context_length"])
         print(f"{role}: {file_rel} {size / 1e6:.1f} MB, validation ppl (512-token chunks) "
               f"{manifest['models'][role]['validation_text_ppl_512']:.3f}")
     if total > MAX_BYTES:
         raise SystemExit(f"error: the models take {total / 1e6:.1f} MB, over the 64 MiB budget")
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+    with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
     print(f"wrote {os.path.join(out_dir, 'manifest.json')}")

@@ -322,3 +322,121 @@ def copy_accuracy(model: Llama, length: int = 200, seed: int = 0) -> float:
     pred = model(toks[:, :-1])[0, length // 2 + 1:].argmax(-1)
     model.train(was)
     return float((pred == toks[0, length // 2 + 2:]).float().mean())
+
+
+def offset_query(amp: float, th: float, dist: int) -> tuple[float, float]:
+    """The query pair (q0, q1) that, against the previous-token head's key pair (amp cos th,
+    amp sin th) on a constant input, scores amp^2 cos((t - j - dist) th): a peak at distance
+    dist (as the bigram head's query peaks at 2)."""
+    return amp * math.cos((dist - 1) * th), -amp * math.sin((dist - 1) * th)
+
+
+@torch.no_grad()
+def quiet_directions(model: Llama, windows: torch.Tensor, layer: int, n: int) -> torch.Tensor:
+    """(dim, n): the orthonormal directions in which the residual stream entering `layer` varies
+    least over the given token windows (B, T): the room a wired circuit can write into while
+    disturbing the trained features least."""
+    pos = torch.arange(windows.shape[1])[None].expand_as(windows)
+    cos, sin = rope_tables(pos, model.c.head_dim, model.c.rope_base)
+    x = model.tok_embeddings(windows)
+    for blk in model.layers[:layer]:
+        x = blk(x, cos, sin)
+    x = x.reshape(-1, x.shape[-1]).double()
+    _, vecs = torch.linalg.eigh(x.T @ x / len(x))  # ascending eigenvalues
+    return vecs[:, :n].float()
+
+
+def whitened_token_read(model: Llama, layer: int, d: int) -> torch.Tensor:
+    """(d, dim): reads a token's identity from layer `layer`'s normed input as the top d principal
+    components of the normed embeddings, centered (the mean through the constant dimension 0)
+    and whitened, so that two different tokens' reads are nearly orthogonal."""
+    E = model.tok_embeddings.weight
+    X = E * torch.rsqrt(E.pow(2).mean(1, keepdim=True) + model.c.norm_eps)
+    X = X * model.layers[layer].attn_norm.weight
+    mu = X.mean(0)
+    vals, vecs = torch.linalg.eigh(((X - mu).T @ (X - mu) / len(X)).double())
+    top = vecs[:, -d:].float().T / vals[-d:].sqrt().float()[:, None]  # (d, dim)
+    read = top.clone()
+    read[:, 0] -= top @ mu / mu[0]  # x[0] is mu[0] for every token: subtracts top @ mu
+    return read
+
+
+@torch.no_grad()
+def wire_key_lookup(model: Llama, windows: torch.Tensor, key_layer: int = 0, match_layer: int = 2,
+                    needle_dist: int = 4, question_dist: int = 9, prev_pairs: int = 16,
+                    prev_scale: float = 50.0, match_pair: int = 18, alpha: float = 6.0,
+                    beta: float = 6.0, gamma: float = 1.0, write: float = 1.0) -> dict:
+    """Sets a key-lookup circuit into a trained model whose layers 0-1 hold wire_induction's
+    circuit, for multikey's needles ("... for KEY is: VALUE.") and questions ("... for KEY
+    mentioned in the provided text is VALUE."):
+    - layer key_layer, KV head 1 becomes positional (keys read the constant dimension 0, as the
+      previous-token head's do; values the token, whitened: whitened_token_read); its query
+      head 2 attends needle_dist back and writes that token into a subspace A, query head 3
+      attends question_dist back and writes into a subspace B (`write` times an orthonormal
+      basis of each), A and B being the quietest directions of the residual stream entering
+      match_layer over `windows` (quiet_directions). At a value's first digit, A holds the
+      key's last piece (4 back: "is", ":", " " between); at the question's final " ", B holds
+      it (9 back: "mentioned" is 3 pieces, then "in the provided text is");
+    - layer match_layer, query head 0 / KV head 0: on the slow RoPE pairs, its query reads B,
+      its key reads A, so the final " " of a question scores highest the first digit of the
+      needle with the same key; V and O are the trained induction head's (layer 1, head 0),
+      which copy a position's token into the logits; query head 1, which shared the KV head,
+      is silenced (O = 0) to be retrained.
+    Returns a summary."""
+    c = model.c
+    d = c.head_dim
+    g = torch.Generator().manual_seed(0)
+    E = model.tok_embeddings.weight
+    a0, am = model.layers[key_layer].attn, model.layers[match_layer].attn
+    # The constant dimension after layer key_layer's norm, as the previous-token head sees it.
+    rms_e = float(E.pow(2).mean(1).sqrt().mean())
+    x0 = float(E[:, 0].mean()) / rms_e * float(model.layers[key_layer].attn_norm.weight[0])
+    w, margin = prev_token_weights(c.rope_base, d, prev_pairs)
+    # KV head 1 of key_layer: keys positional, values the token, whitened.
+    a0.wk.weight[d:2 * d] = 0
+    a0.wv.weight[d:2 * d] = whitened_token_read(model, key_layer, d)
+    quiet = quiet_directions(model, windows, match_layer, 2 * d)
+    Ab, Bb = quiet[:, :d], quiet[:, d:]
+    for head, dist, sub in ((2, needle_dist, Ab), (3, question_dist, Bb)):
+        rows = slice(head * d, (head + 1) * d)
+        a0.wq.weight[rows] = 0
+        for p in range(prev_pairs):
+            th = c.rope_base ** (-2 * p / d)
+            amp = math.sqrt(8 * prev_scale * w[p]) / x0
+            a0.wk.weight[d + 2 * p, 0] = amp * math.cos(th)
+            a0.wk.weight[d + 2 * p + 1, 0] = amp * math.sin(th)
+            q0, q1 = offset_query(amp, th, dist)
+            a0.wq.weight[head * d + 2 * p, 0] = q0
+            a0.wq.weight[head * d + 2 * p + 1, 0] = q1
+        a0.wo.weight[:, rows] = sub * write
+    # The match head.
+    lo = 2 * match_pair
+    U = torch.linalg.qr(torch.randn(d, d, generator=g))[0][: d - lo]
+    ind = model.layers[1].attn
+    am.wq.weight[0:d] = 0
+    am.wq.weight[lo:d] = beta * (U @ Bb.T)
+    am.wk.weight[0:d] = 0
+    am.wk.weight[lo:d] = alpha * (U @ Ab.T)
+    am.wv.weight[0:d] = ind.wv.weight[0:d]
+    am.wo.weight[:, 0:d] = gamma * ind.wo.weight[:, 0:d]
+    am.wo.weight[:, d:2 * d] = 0
+    return {"const_after_norm": round(x0, 2), "offset_margin_logits": round(margin * prev_scale, 1)}
+
+
+@torch.no_grad()
+def attention_probs(model: Llama, tokens: torch.Tensor, layer: int, head: int) -> torch.Tensor:
+    """(T, T): the attention weights of query head `head` in `layer` on tokens (1, T), for
+    checking what a wired head attends to."""
+    c = model.c
+    pos = torch.arange(tokens.shape[1])[None]
+    cos, sin = rope_tables(pos, c.head_dim, c.rope_base)
+    x = model.tok_embeddings(tokens)
+    for blk in model.layers[:layer]:
+        x = blk(x, cos, sin)
+    a, h = model.layers[layer].attn, model.layers[layer].attn_norm(x)
+    kv = head // (c.n_heads // c.n_kv_heads)
+    q = apply_rope(a.wq(h).view(1, -1, c.n_heads, c.head_dim), cos, sin)[0, :, head]
+    k = apply_rope(a.wk(h).view(1, -1, c.n_kv_heads, c.head_dim), cos, sin)[0, :, kv]
+    scores = q @ k.T / math.sqrt(c.head_dim)
+    T = scores.shape[0]
+    return F.softmax(scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), -math.inf), -1)

@@ -21,13 +21,14 @@ import tasks  # noqa: E402
 import tokenizer as tok  # noqa: E402
 from data import IGNORE, DataConfig, Sampler  # noqa: E402
 from train import TrainConfig, lr_at, load_stages  # noqa: E402
-from model import Llama, ModelConfig, copy_accuracy, wire_induction  # noqa: E402
+from model import (Llama, ModelConfig, attention_probs, copy_accuracy,  # noqa: E402
+                   wire_induction, wire_key_lookup)
 
 
 def check_tasks(sp, hay) -> None:
     enc = tasks.SegmentEncoder(sp)
     rng = np.random.default_rng(0)
-    for task in ("passkey", "multikey", "multikey2", "vt", "repeat"):
+    for task in ("passkey", "multikey", "multikey2", "vt", "repeat", "multiquery"):
         for _ in range(50):
             n = int(rng.integers(250, 3000))
             case = tasks.make_case(task, enc, rng, n, float(rng.random()), hay)
@@ -35,6 +36,12 @@ def check_tasks(sp, hay) -> None:
             assert tasks.check_tokens(case, enc), (task, case.prompt()[:200])
             assert len(tk.ids) <= n, (task, len(tk.ids), n)
             assert sp.decode(tk.ids[tk.answer_start:]) == case.answer.strip()
+            assert tk.answers[-1] == (tk.answer_start, len(tk.ids))
+            if task == "multiquery":  # each answer is the value of the key its question names
+                text = case.prompt() + case.answer
+                for (a, b), key in zip(tk.answers, case.meta["keys"]):
+                    value = sp.decode(tk.ids[a:b])[:-1]
+                    assert f"for {key} is: {value}." in text, (key, value)
     print("tasks: segment tokens equal whole-text tokens; lengths within budget; answers decode")
 
 
@@ -78,6 +85,21 @@ def check_wiring() -> None:
     assert target > 0.5, target
     print(f"wiring: repeated-run copy accuracy {before:.2f} -> {after:.2f} at init "
           f"({long:.2f} over 1,000 tokens; target shape with bigram heads {target:.2f})")
+    # The key lookup on top: layer 0's positional heads read 4 and 9 back, and layer 2's match
+    # head takes a question's end (its piece 9 back) to the value whose piece 4 back is the same.
+    g = torch.Generator().manual_seed(1)
+    wire_key_lookup(t6, torch.randint(259, 4096, (8, 257), generator=g), alpha=2.0, beta=2.0)
+    seq = torch.randint(259, 4096, (1, 300), generator=g)
+    for p in (40, 100, 160):
+        seq[0, p + 4] = 260 + p
+    seq[0, 250 - 9] = seq[0, 100]
+    later = torch.arange(50, 300)
+    assert bool((attention_probs(t6, seq, 0, 2)[50:].argmax(-1) == later - 4).all())
+    assert bool((attention_probs(t6, seq, 0, 3)[50:].argmax(-1) == later - 9).all())
+    match = attention_probs(t6, seq, 2, 0)[250]
+    assert int(match.argmax()) == 104 and float(match[104]) > 100 * float(match[44] + match[164])
+    print(f"wiring: key lookup reads 4 and 9 back; the match head's weight on the right value "
+          f"{float(match[104]):.2f}")
 
 
 def check_data(stream, sp, hay) -> None:
@@ -96,6 +118,17 @@ def check_data(stream, sp, hay) -> None:
             answer = sp.decode([int(t) for t in p.targets[r, a:e]])
             assert task in ("vt", "repeat") or (answer.endswith(".") and answer[:-1].isdigit()), answer
     print("data: packed rows are whole cases with their answers located")
+    mq = Sampler(DataConfig(task_frac=1.0, pack_frac=0.5, task_mix={"multiquery": 1.0}), stream,
+                 tasks.SegmentEncoder(sp), hay)
+    m = mq.batch(5)
+    newline = sp.piece_to_id("<0x0A>")
+    for r, spans in enumerate(m.answer_spans):
+        assert len(spans) >= 2, spans  # 512 tokens hold several questions
+        for a, e, _ in spans:  # each answer, then the next question's newline or the EOS
+            assert e == m.targets.shape[1] or int(m.targets[r, e]) in (tok.EOS, newline)
+            answer = sp.decode([int(t) for t in m.targets[r, a:e]])
+            assert answer.endswith(".") and answer[:-1].isdigit() and len(answer) == 8, answer
+    print("data: multiquery rows score every answer")
     induct = Sampler(DataConfig(task_frac=1.0, pack_frac=1.0, task_mix={"induct": 1.0}), stream,
                      tasks.SegmentEncoder(sp), hay)
     q = induct.batch(5, seq_len=256)
@@ -128,11 +161,15 @@ def check_gguf() -> None:
                           "arr": gguf.array(gguf.STRING, ["p", "q"])},
                    [("w", w.astype(np.float16)), ("n", np.ones(3, np.float32))])
         raw = open(path, "rb").read()
+        meta, tensors = gguf.read(path)
+    assert meta == {"a": 7, "s": "x", "arr": ["p", "q"]}, meta
+    assert tensors["w"].dtype == np.float16 and np.array_equal(tensors["w"], w)
+    assert np.array_equal(tensors["n"], np.ones(3, np.float32))
     assert raw[:4] == b"GGUF" and struct.unpack("<IQQ", raw[4:24]) == (3, 2, 3)
     # The data section starts aligned; the first tensor is w as F16 in row-major order.
     data = np.frombuffer(raw[len(raw) - 32 - 32:len(raw) - 32][:12], dtype="<f2")
     assert np.array_equal(data, w.astype(np.float16).ravel()), data
-    print("gguf: header and tensor data laid out as written")
+    print("gguf: header and tensor data laid out as written, and read back")
 
 
 def main() -> None:

@@ -69,7 +69,9 @@ class Case:
     meta: dict = field(default_factory=dict)
 
     def prompt(self) -> str:
-        return "".join(s.sep + s.text for s in self.segments if s.kind != "answer").lstrip("\n ")
+        """The text before the last answer (a training case may hold earlier answers too)."""
+        segs = self.segments[:-1] if self.segments[-1].kind == "answer" else self.segments
+        return "".join(s.sep + s.text for s in segs).lstrip("\n ")
 
 
 class SegmentEncoder:
@@ -259,6 +261,53 @@ def repeat(enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int, depth: 
     return Case("repeat", segs, " " + listed + ".", depth, {"items": items})
 
 
+def multiquery(enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int, depth: float,
+               hay: Haystack | None) -> Case:
+    """Training only: multikey's needles (2 to 12, in real text) followed by as many of its
+    questions as the case holds, each answered. Every answer needs the key matched (not just the
+    latest or the deepest needle copied), so one case supervises the key lookup many times
+    instead of once per 500 tokens; in a third of the cases the keys share their adjective or
+    their noun, so both halves of a key must be read. Two questions in three keep only the
+    question's last sentence, which ends as the full one does. This is multi-query associative
+    recall (Arora et al., 2023, "Zoology") in the evaluation's own wording."""
+    # About 25 tokens a needle: the needles take at most ~40% of the case.
+    n_keys = int(rng.integers(2, max(2, min(12, (n_tokens - 40) // 60)) + 1))
+    shared = rng.random() < 1 / 3
+    keys: list[str] = []
+    stem_adj = ADJECTIVES[rng.integers(len(ADJECTIVES))]
+    stem_noun = NOUNS[rng.integers(len(NOUNS))]
+    while len(keys) < n_keys:
+        k = key_name(rng)
+        if shared:
+            adj, noun = k.split("-")
+            k = f"{stem_adj}-{noun}" if rng.random() < 0.5 else f"{adj}-{stem_noun}"
+        if k not in keys:
+            keys.append(k)
+    values = [digits(rng, 7) for _ in keys]
+    needles = [Segment(f"One of the special magic numbers for {k} is: {v}.", "\n", "needle")
+               for k, v in zip(keys, values)]
+    depths = [float(rng.random()) for _ in keys]
+    head = [Segment(MULTIKEY_INTRO, "", "intro")]
+    fixed = 1 + sum(len(enc(s.text, s.sep)) for s in head + needles)
+    tail: list[Segment] = []
+    asked: list[int] = []
+    for i in rng.permutation(n_keys):  # questions while 10% of the case is left to the filler
+        q = keys[i]
+        last = f"The special magic number for {q} mentioned in the provided text is"
+        text = (f"What is the special magic number for {q} mentioned in the provided text? "
+                + last) if rng.random() < 1 / 3 else last
+        pair = [Segment(text, "\n", "question"), Segment(values[i] + ".", " ", "answer")]
+        size = sum(len(enc(s.text, s.sep)) for s in pair)
+        if asked and fixed + size > n_tokens * 9 // 10:
+            break
+        tail, fixed = tail + pair, fixed + size
+        asked.append(int(i))
+    fill = needle_units(rng, set(keys)) if hay is None else text_units(rng, hay)
+    segs, _ = assemble(enc, head, fill, needles, depths, tail, n_tokens)
+    return Case("multiquery", segs, " " + values[asked[-1]] + ".", depth,
+                {"keys": [keys[i] for i in asked]})
+
+
 def make_case(task: str, enc: SegmentEncoder, rng: np.random.Generator, n_tokens: int,
               depth: float, hay: Haystack | None) -> Case:
     if task == "passkey":
@@ -271,27 +320,32 @@ def make_case(task: str, enc: SegmentEncoder, rng: np.random.Generator, n_tokens
         return vt(enc, rng, n_tokens, depth)
     if task == "repeat":
         return repeat(enc, rng, n_tokens, depth)
+    if task == "multiquery":
+        return multiquery(enc, rng, n_tokens, depth, hay)
     raise ValueError(f"unknown task {task}")
 
 
 @dataclass
 class Tokens:
     ids: list[int]  # BOS, prompt, answer
-    answer_start: int  # index of the answer's first token
+    answer_start: int  # index of the (last) answer's first token
     gaps: list[int]  # indices before which filler boundaries lie (where PoSE may skip)
+    answers: list[tuple[int, int]]  # each answer's tokens: [start, end) indices into ids
 
 
 def tokens_of(case: Case, enc: SegmentEncoder, with_eos: bool = True) -> Tokens:
-    ids, gaps, answer_start = [BOS], [], -1
+    ids, gaps, answer_start, answers = [BOS], [], -1, []
     for i, seg in enumerate(case.segments):
         if seg.kind == "answer":
             answer_start = len(ids)
         elif seg.kind == "fill" or (i > 0 and case.segments[i - 1].kind == "fill"):
             gaps.append(len(ids))
         ids.extend(enc(seg.text, seg.sep))
+        if seg.kind == "answer":
+            answers.append((answer_start, len(ids)))
     if with_eos:
         ids.append(EOS)
-    return Tokens(ids, answer_start, gaps)
+    return Tokens(ids, answer_start, gaps, answers)
 
 
 def check_tokens(case: Case, enc: SegmentEncoder) -> bool:

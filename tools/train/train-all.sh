@@ -1,6 +1,8 @@
 #!/bin/sh
 # Trains the draft and the target side by side, one thread each (with THREADS=2 the target goes
-# on with two threads once the draft is done). Then plots the loss curves and writes models/testbed/.
+# on with two threads once the draft is done), then fine-tunes the target for multikey retrieval
+# (FINETUNE, from the target exported as $WORK/runs/TARGET/target.gguf). Then plots the loss curves and
+# writes models/testbed/.
 # Resumable: after an interruption (Ctrl-C, kill, reboot) run the same command again; each model
 # restarts from its last checkpoint (at most checkpoint_every_s old) and finishes as it would have.
 #
@@ -13,6 +15,7 @@ PY=/usr/bin/python3
 WORK=${WORK:-/work/train-data}
 TARGET=${TARGET:-configs/target.json}
 DRAFT=${DRAFT:-configs/draft.json}
+FINETUNE=${FINETUNE:-configs/target-multikey.json}  # FINETUNE= (empty) skips the fine-tune
 NICE=${NICE:-10}
 REPO=${REPO:-$(cd ../.. && pwd)}  # where models/testbed/ is written
 # Threads for the target once the draft is done. 1 by default: on a loaded 2-core machine two
@@ -45,8 +48,18 @@ fi
 wait $T || { echo "error: the target failed, see $WORK/logs/" >&2; exit 1; }
 trap - INT TERM
 echo "$(date -u +%T) target done"
+FINAL=$(basename "$TARGET" .json)
+if [ -n "$FINETUNE" ]; then
+  "$PY" main.py --work "$WORK" export "$FINAL" "$WORK/runs/$FINAL/target.gguf"
+  train "$FINETUNE" "$THREADS"; T=$!
+  trap 'kill -TERM $T 2>/dev/null; wait; echo "interrupted; run again to resume" >&2; exit 130' INT TERM
+  wait $T || { echo "error: the fine-tune failed, see $WORK/logs/" >&2; exit 1; }
+  trap - INT TERM
+  FINAL=$(basename "$FINETUNE" .json)
+  echo "$(date -u +%T) fine-tune done"
+fi
 mkdir -p "$REPO/models/testbed"
 "$PY" main.py --work "$WORK" plot "$REPO/models/testbed/loss.png" "$(basename "$TARGET" .json)" \
-  "$(basename "$DRAFT" .json)"
-"$PY" main.py --work "$WORK" manifest --repo "$REPO" --target "$(basename "$TARGET" .json)" \
+  ${FINETUNE:+"$FINAL"} "$(basename "$DRAFT" .json)"
+"$PY" main.py --work "$WORK" manifest --repo "$REPO" --target "$FINAL" \
   --draft "$(basename "$DRAFT" .json)"

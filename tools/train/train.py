@@ -23,7 +23,9 @@ import corpus
 import tasks
 import tokenizer as tok
 from data import IGNORE, DataConfig, Sampler, eval_windows
-from model import Llama, ModelConfig, copy_accuracy, wire_induction, wired_masks
+from export import load_gguf_weights
+from model import (Llama, ModelConfig, copy_accuracy, wire_induction, wire_key_lookup,
+                   wired_masks)
 
 
 @dataclass
@@ -46,6 +48,9 @@ class TrainConfig:
     long_len: int = 2048
     # Loss weight of task answers (a few tokens in a row of filler and text) against the rest.
     answer_weight: float = 1.0
+    # Extra factor on each answer's first two tokens (" " and the first digit of a value): where
+    # the needle is chosen; the tokens after it are copied from the chosen needle by induction.
+    answer_first_weight: float = 1.0
     # Steps during which the entries set by init.induction get no gradient (model.wired_masks).
     hold_wired_steps: int = 0
 
@@ -203,12 +208,24 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
     # The config's optional "init": {"induction": {...}} sets an induction circuit into the fresh
     # weights (model.wire_induction's keyword arguments); a resumed run loads its weights instead.
     init = raw.get("init", {})
-    unknown = set(init) - {"induction", "comment"}
-    if unknown:
-        raise SystemExit(f"error: unknown init keys {sorted(unknown)}")
+    # Or "init": {"from_gguf": PATH} starts from an exported model (a fine-tuning run; a relative
+    # PATH is under the work directory), and with
+    # "key_lookup": {...} sets multikey's lookup circuit into it (model.wire_key_lookup).
+    unknown = set(init) - {"induction", "from_gguf", "key_lookup", "comment"}
+    if (unknown or ("induction" in init and "from_gguf" in init)
+            or ("key_lookup" in init and "from_gguf" not in init)):
+        raise SystemExit(f"error: init takes induction, or from_gguf [+ key_lookup]: {sorted(init)}")
     wired = None
-    if "induction" in init and not os.path.exists(os.path.join(run_dir, "ckpt.pt")):
+    fresh = not os.path.exists(os.path.join(run_dir, "ckpt.pt"))
+    if "induction" in init and fresh:
         wired = wire_induction(model, **init["induction"])
+    if "from_gguf" in init and fresh:
+        # A relative path is under the work directory (runs/NAME's grandparent).
+        load_gguf_weights(model, os.path.join(os.path.dirname(os.path.dirname(run_dir)),
+                                              init["from_gguf"]))
+        if "key_lookup" in init:
+            settings = {k: v for k, v in init["key_lookup"].items() if k != "comment"}
+            wired = wire_key_lookup(model, eval_windows(train_stream, 256, 16), **settings)
     held = wired_masks(model, **init["induction"]) if "induction" in init else {}
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
@@ -229,7 +246,9 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
         if os.path.exists(metrics_path):
             os.remove(metrics_path)
         print(f"model: {model.n_params() / 1e6:.2f}M parameters", flush=True)
-        if wired is not None:
+        if wired is not None and "key_lookup" in init:
+            print(f"key-lookup circuit set: {wired}", flush=True)
+        elif wired is not None:
             print(f"induction circuit set at initialization: {wired}; copy accuracy on a repeated "
                   f"random run: {copy_accuracy(model):.2f}", flush=True)
 
@@ -266,10 +285,11 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
                                   reduction="none").view(b.targets.shape)
         mask = (b.targets != IGNORE).float()
         weight = mask.clone()
-        if st.answer_weight != 1.0:
+        if st.answer_weight != 1.0 or st.answer_first_weight != 1.0:
             for r, row_spans in enumerate(b.answer_spans):
                 for a, e, _ in row_spans:
                     weight[r, a:e] *= st.answer_weight
+                    weight[r, a:min(e, a + 2)] *= st.answer_first_weight
         loss = (per_tok * weight).sum() / weight.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
