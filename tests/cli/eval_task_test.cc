@@ -143,5 +143,19 @@ TEST(EvalTaskCliTest, TheTestbedTargetFindsThePasskeyAt2K) {
   for (const nlohmann::json& cell : report["cells"]) EXPECT_EQ(cell["correct"], 1) << cell;
 }
 
+// And multikey (RULER's niah_multikey_1): four needles in the validation text, the value of the
+// one asked, at 2K and three depths. The model it was trained from gave the value of the wrong
+// needle (tools/train/README.md, "Fine-tune for multikey").
+TEST(EvalTaskCliTest, TheTestbedTargetFindsTheMultikeyValueAt2K) {
+  const Outcome o = run_strata(
+      "eval -m models/testbed/target.gguf -t 2 --task multikey --haystack "
+      "models/testbed/validation.txt --lengths 2048 --depths 0,0.5,1 --samples 1 --seed 7 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const nlohmann::json report = nlohmann::json::parse(o.out);
+  EXPECT_EQ(report["accuracy"], 1.0) << o.out;
+  ASSERT_EQ(report["cells"].size(), 3u);
+  for (const nlohmann::json& cell : report["cells"]) EXPECT_EQ(cell["correct"], 1) << cell;
+}
+
 }  // namespace
 }  // namespace strata
