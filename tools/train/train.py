@@ -209,8 +209,8 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
     # weights (model.wire_induction's keyword arguments); a resumed run loads its weights instead.
     init = raw.get("init", {})
     # Or "init": {"from_gguf": PATH} starts from an exported model (a fine-tuning run; a relative
-    # PATH is under the work directory), and with
-    # "key_lookup": {...} sets multikey's lookup circuit into it (model.wire_key_lookup).
+    # PATH is under the work directory), and "key_lookup": {...} beside it sets multikey's
+    # lookup circuit into that model (model.wire_key_lookup's keyword arguments).
     unknown = set(init) - {"induction", "from_gguf", "key_lookup", "comment"}
     if (unknown or ("induction" in init and "from_gguf" in init)
             or ("key_lookup" in init and "from_gguf" not in init)):
