@@ -129,13 +129,12 @@ TEST(EvalTaskCliTest, FlagsThatDoNotGoTogetherAreOneError) {
 namespace strata {
 namespace {
 
-// The testbed target (models/testbed, issue 15) retrieves: a 2K passkey case at three depths,
-// greedy with the exact f16 attention, every answer right. The case is generated from its seed,
-// so this is the same prompt on every machine.
-TEST(EvalTaskCliTest, TheTestbedTargetFindsThePasskeyAt2K) {
-  const Outcome o = run_strata(
-      "eval -m models/testbed/target.gguf -t 2 --task passkey --lengths 2048 --depths 0,0.5,1 "
-      "--samples 1 --seed 7 --json");
+// Runs `strata eval --task ...` on the testbed target at 2K, three depths, one case each
+// (generated from seed 7, so the same prompts on every machine), greedy with the exact f16
+// attention, and expects every answer right.
+void expect_testbed_target_right_at_2k(const std::string& task_flags) {
+  const Outcome o = run_strata("eval -m models/testbed/target.gguf -t 2 " + task_flags +
+                               " --lengths 2048 --depths 0,0.5,1 --samples 1 --seed 7 --json");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const nlohmann::json report = nlohmann::json::parse(o.out);
   EXPECT_EQ(report["accuracy"], 1.0) << o.out;
@@ -143,18 +142,16 @@ TEST(EvalTaskCliTest, TheTestbedTargetFindsThePasskeyAt2K) {
   for (const nlohmann::json& cell : report["cells"]) EXPECT_EQ(cell["correct"], 1) << cell;
 }
 
+// The testbed target (models/testbed, issue 15) retrieves the passkey.
+TEST(EvalTaskCliTest, TheTestbedTargetFindsThePasskeyAt2K) {
+  expect_testbed_target_right_at_2k("--task passkey");
+}
+
 // And multikey (RULER's niah_multikey_1): four needles in the validation text, the value of the
-// one asked, at 2K and three depths. The model it was trained from gave the value of the wrong
-// needle (tools/train/README.md, "Fine-tune for multikey").
+// one asked. The model it was trained from gave the value of the wrong needle
+// (tools/train/README.md, "Fine-tune for multikey").
 TEST(EvalTaskCliTest, TheTestbedTargetFindsTheMultikeyValueAt2K) {
-  const Outcome o = run_strata(
-      "eval -m models/testbed/target.gguf -t 2 --task multikey --haystack "
-      "models/testbed/validation.txt --lengths 2048 --depths 0,0.5,1 --samples 1 --seed 7 --json");
-  ASSERT_EQ(o.exit_code, 0) << o.err;
-  const nlohmann::json report = nlohmann::json::parse(o.out);
-  EXPECT_EQ(report["accuracy"], 1.0) << o.out;
-  ASSERT_EQ(report["cells"].size(), 3u);
-  for (const nlohmann::json& cell : report["cells"]) EXPECT_EQ(cell["correct"], 1) << cell;
+  expect_testbed_target_right_at_2k("--task multikey --haystack models/testbed/validation.txt");
 }
 
 }  // namespace

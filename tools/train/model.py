@@ -141,18 +141,25 @@ class Llama(nn.Module):
                 grad_checkpoint: bool = False, query_chunk: int = 0,
                 last_only: bool = False) -> torch.Tensor:
         """tokens, pos: (B, T) int64; returns logits (B, T, V) (or (B, 1, V) with last_only)."""
+        x, cos, sin = self.residual_before(len(self.layers), tokens, pos, grad_checkpoint,
+                                           query_chunk)
+        if last_only:
+            x = x[:, -1:]
+        return self.output(self.norm(x))
+
+    def residual_before(self, layer: int, tokens: torch.Tensor, pos: torch.Tensor | None = None,
+                        grad_checkpoint: bool = False, query_chunk: int = 0):
+        """The residual stream entering `layer` (B, T, dim), and the RoPE tables of pos."""
         if pos is None:
             pos = torch.arange(tokens.shape[1])[None].expand_as(tokens)
         cos, sin = rope_tables(pos, self.c.head_dim, self.c.rope_base)
         x = self.tok_embeddings(tokens)
-        for layer in self.layers:
+        for blk in self.layers[:layer]:
             if grad_checkpoint and self.training:
-                x = checkpoint(layer, x, cos, sin, query_chunk)
+                x = checkpoint(blk, x, cos, sin, query_chunk)
             else:
-                x = layer(x, cos, sin, query_chunk)
-        if last_only:
-            x = x[:, -1:]
-        return self.output(self.norm(x))
+                x = blk(x, cos, sin, query_chunk)
+        return x, cos, sin
 
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -185,6 +192,30 @@ def prev_token_weights(base: float, head_dim: int, pairs: int, max_dist: int = 8
             opt.step()
     w = torch.softmax(z.detach(), 0)
     return w.tolist(), float(1 - (C @ w).max())
+
+
+def positional_pairs(w: list[float], base: float, head_dim: int, scale: float,
+                     x0: float) -> list[tuple[int, float, float]]:
+    """(p, th_p, amp_p) for the RoPE pairs of a positional head reading the constant dimension
+    (x0 after the norm), with pair weights w: x0^2 * amp_p^2 / sqrt(d) = scale * w_p."""
+    return [(p, base ** (-2 * p / head_dim), math.sqrt(8 * scale * w_p) / x0)
+            for p, w_p in enumerate(w)]
+
+
+def set_positional_keys(wk: torch.Tensor, row: int, pairs) -> None:
+    """Key rows from `row`: pair p is (amp cos th, amp sin th) times the constant, the phase of
+    one position."""
+    for p, th, amp in pairs:
+        wk[row + 2 * p, 0] = amp * math.cos(th)
+        wk[row + 2 * p + 1, 0] = amp * math.sin(th)
+
+
+def set_positional_query(wq: torch.Tensor, row: int, pairs, dist: int) -> None:
+    """Query rows from `row` that, against set_positional_keys' keys, score
+    sum_p amp_p^2 cos((t - j - dist) th_p): a peak at distance dist."""
+    for p, th, amp in pairs:
+        wq[row + 2 * p, 0] = amp * math.cos((dist - 1) * th)
+        wq[row + 2 * p + 1, 0] = -amp * math.sin((dist - 1) * th)
 
 
 @torch.no_grad()
@@ -227,14 +258,11 @@ def wire_induction(model: Llama, prev_layer: int = 0, ind_layer: int = 1, const:
     Rb, Sb = basis[:, :d], basis[:, D - 1 - d:D - 1]  # D x d each, disjoint if dim > 2 * d
     a0 = model.layers[prev_layer].attn
     w, margin = prev_token_weights(c.rope_base, d, prev_pairs)
+    pairs = positional_pairs(w, c.rope_base, d, prev_scale, x0)
     a0.wq.weight[0:d] = 0
     a0.wk.weight[0:2 * prev_pairs] = 0
-    for p in range(prev_pairs):
-        th = c.rope_base ** (-2 * p / d)
-        amp = math.sqrt(8 * prev_scale * w[p]) / x0  # x0^2 * amp^2 / sqrt(d) = prev_scale * w_p
-        a0.wq.weight[2 * p, 0] = amp
-        a0.wk.weight[2 * p, 0] = amp * math.cos(th)
-        a0.wk.weight[2 * p + 1, 0] = amp * math.sin(th)
+    set_positional_keys(a0.wk.weight, 0, pairs)
+    set_positional_query(a0.wq.weight, 0, pairs, 1)
     a0.wv.weight[0:d] = Rb.T
     a0.wo.weight[:, 0:d] = Sb * rms_e
     a1 = model.layers[ind_layer].attn
@@ -258,11 +286,7 @@ def wire_induction(model: Llama, prev_layer: int = 0, ind_layer: int = 1, const:
         S2b = basis[:, d:2 * d]
         q1 = slice(d, 2 * d)
         a0.wq.weight[q1] = 0
-        for p in range(prev_pairs):
-            th = c.rope_base ** (-2 * p / d)
-            amp = math.sqrt(8 * prev_scale * w[p]) / x0
-            a0.wq.weight[d + 2 * p, 0] = amp * math.cos(th)
-            a0.wq.weight[d + 2 * p + 1, 0] = -amp * math.sin(th)
+        set_positional_query(a0.wq.weight, d, pairs, 2)
         a0.wo.weight[:, q1] = S2b * rms_e
         qh = group * d  # first query head of KV head 1
         U2 = torch.linalg.qr(torch.randn(d, d, generator=g))[0][: d - lo]
@@ -324,23 +348,12 @@ def copy_accuracy(model: Llama, length: int = 200, seed: int = 0) -> float:
     return float((pred == toks[0, length // 2 + 2:]).float().mean())
 
 
-def offset_query(amp: float, th: float, dist: int) -> tuple[float, float]:
-    """The query pair (q0, q1) that, against the previous-token head's key pair (amp cos th,
-    amp sin th) on a constant input, scores amp^2 cos((t - j - dist) th): a peak at distance
-    dist (as the bigram head's query peaks at 2)."""
-    return amp * math.cos((dist - 1) * th), -amp * math.sin((dist - 1) * th)
-
-
 @torch.no_grad()
 def quiet_directions(model: Llama, windows: torch.Tensor, layer: int, n: int) -> torch.Tensor:
     """(dim, n): the orthonormal directions in which the residual stream entering `layer` varies
     least over the given token windows (B, T): the room a wired circuit can write into while
     disturbing the trained features least."""
-    pos = torch.arange(windows.shape[1])[None].expand_as(windows)
-    cos, sin = rope_tables(pos, model.c.head_dim, model.c.rope_base)
-    x = model.tok_embeddings(windows)
-    for blk in model.layers[:layer]:
-        x = blk(x, cos, sin)
+    x = model.residual_before(layer, windows)[0]
     x = x.reshape(-1, x.shape[-1]).double()
     _, vecs = torch.linalg.eigh(x.T @ x / len(x))  # ascending eigenvalues
     return vecs[:, :n].float()
@@ -393,21 +406,18 @@ def wire_key_lookup(model: Llama, windows: torch.Tensor, key_layer: int = 0, mat
     x0 = float(E[:, 0].mean()) / rms_e * float(model.layers[key_layer].attn_norm.weight[0])
     w, margin = prev_token_weights(c.rope_base, d, prev_pairs)
     # KV head 1 of key_layer: keys positional, values the token, whitened.
+    # The quiet directions are measured with that head's keys zero and its values set (the
+    # order the committed target was wired in; its queries are still the trained ones).
     a0.wk.weight[d:2 * d] = 0
     a0.wv.weight[d:2 * d] = whitened_token_read(model, key_layer, d)
     quiet = quiet_directions(model, windows, match_layer, 2 * d)
     Ab, Bb = quiet[:, :d], quiet[:, d:]
+    pairs = positional_pairs(w, c.rope_base, d, prev_scale, x0)
+    set_positional_keys(a0.wk.weight, d, pairs)
     for head, dist, sub in ((2, needle_dist, Ab), (3, question_dist, Bb)):
         rows = slice(head * d, (head + 1) * d)
         a0.wq.weight[rows] = 0
-        for p in range(prev_pairs):
-            th = c.rope_base ** (-2 * p / d)
-            amp = math.sqrt(8 * prev_scale * w[p]) / x0
-            a0.wk.weight[d + 2 * p, 0] = amp * math.cos(th)
-            a0.wk.weight[d + 2 * p + 1, 0] = amp * math.sin(th)
-            q0, q1 = offset_query(amp, th, dist)
-            a0.wq.weight[head * d + 2 * p, 0] = q0
-            a0.wq.weight[head * d + 2 * p + 1, 0] = q1
+        set_positional_query(a0.wq.weight, head * d, pairs, dist)
         a0.wo.weight[:, rows] = sub * write
     # The match head.
     lo = 2 * match_pair
@@ -428,11 +438,7 @@ def attention_probs(model: Llama, tokens: torch.Tensor, layer: int, head: int) -
     """(T, T): the attention weights of query head `head` in `layer` on tokens (1, T), for
     checking what a wired head attends to."""
     c = model.c
-    pos = torch.arange(tokens.shape[1])[None]
-    cos, sin = rope_tables(pos, c.head_dim, c.rope_base)
-    x = model.tok_embeddings(tokens)
-    for blk in model.layers[:layer]:
-        x = blk(x, cos, sin)
+    x, cos, sin = model.residual_before(layer, tokens)
     a, h = model.layers[layer].attn, model.layers[layer].attn_norm(x)
     kv = head // (c.n_heads // c.n_kv_heads)
     q = apply_rope(a.wq(h).view(1, -1, c.n_heads, c.head_dim), cos, sin)[0, :, head]
