@@ -374,11 +374,19 @@ def whitened_token_read(model: Llama, layer: int, d: int) -> torch.Tensor:
     return read
 
 
+def polar_factor(m: torch.Tensor) -> torch.Tensor:
+    """The matrix with orthonormal columns nearest to m (Frobenius): U V^T of m's SVD."""
+    u, _, vt = torch.linalg.svd(m, full_matrices=False)
+    return u @ vt
+
+
 @torch.no_grad()
 def wire_key_lookup(model: Llama, windows: torch.Tensor, key_layer: int = 0, match_layer: int = 2,
                     needle_dist: int = 4, question_dist: int = 9, prev_pairs: int = 16,
                     prev_scale: float = 50.0, match_pair: int = 18, alpha: float = 6.0,
-                    beta: float = 6.0, gamma: float = 1.0, write: float = 1.0) -> dict:
+                    beta: float = 6.0, gamma: float = 1.0, write: float = 1.0,
+                    digit_ids: list[int] | None = None, digit_before_ids: list[int] | None = None,
+                    digit_bonus: float = 0.0, keep_values: bool = False) -> dict:
     """Sets a key-lookup circuit into a trained model whose layers 0-1 hold wire_induction's
     circuit, for multikey's needles ("... for KEY is: VALUE.") and questions ("... for KEY
     mentioned in the provided text is VALUE."):
@@ -394,7 +402,12 @@ def wire_key_lookup(model: Llama, windows: torch.Tensor, key_layer: int = 0, mat
       its key reads A, so the final " " of a question scores highest the first digit of the
       needle with the same key; V and O are the trained induction head's (layer 1, head 0),
       which copy a position's token into the logits; query head 1, which shared the KV head,
-      is silenced (O = 0) to be retrained.
+      is silenced (O = 0) to be retrained;
+    - with digit_bonus > 0, the match head's slowest RoPE pair adds digit_bonus logits to keys
+      whose token is a digit (digit_ids; a linear probe of layer match_layer's normed input,
+      fitted on `windows`): a question repeats the key, and "in" 4 pieces after it matches as
+      well as a value's first digit, which the bonus puts ahead. The slowest pair turns by
+      under 0.03 rad over 8K positions, so the bonus holds at every distance.
     Returns a summary."""
     c = model.c
     d = c.head_dim
@@ -405,32 +418,107 @@ def wire_key_lookup(model: Llama, windows: torch.Tensor, key_layer: int = 0, mat
     rms_e = float(E.pow(2).mean(1).sqrt().mean())
     x0 = float(E[:, 0].mean()) / rms_e * float(model.layers[key_layer].attn_norm.weight[0])
     w, margin = prev_token_weights(c.rope_base, d, prev_pairs)
-    # KV head 1 of key_layer: keys positional, values the token, whitened.
-    # The quiet directions are measured with that head's keys zero and its values set (the
-    # order the committed target was wired in; its queries are still the trained ones).
-    a0.wk.weight[d:2 * d] = 0
-    a0.wv.weight[d:2 * d] = whitened_token_read(model, key_layer, d)
-    quiet = quiet_directions(model, windows, match_layer, 2 * d)
-    Ab, Bb = quiet[:, :d], quiet[:, d:]
     pairs = positional_pairs(w, c.rope_base, d, prev_scale, x0)
+    a0.wk.weight[d:2 * d] = 0
+    if keep_values:
+        # A and B as the trained O writes them: the nearest orthonormal basis of each block (its
+        # polar factor), which keeps the coordinates that wire time gave A and B alike.
+        A_read, B_read = (polar_factor(a0.wo.weight[:, h * d:(h + 1) * d]).T for h in (2, 3))
+    else:
+        # KV head 1 of key_layer: values the token, whitened (keys positional, below). The quiet
+        # directions are measured with that head's keys zero and its values set (the order the
+        # committed target was wired in; its queries are still the trained ones).
+        a0.wv.weight[d:2 * d] = whitened_token_read(model, key_layer, d)
+        quiet = quiet_directions(model, windows, match_layer, 2 * d)
+        A_read, B_read = quiet[:, :d].T, quiet[:, d:].T
     set_positional_keys(a0.wk.weight, d, pairs)
-    for head, dist, sub in ((2, needle_dist, Ab), (3, question_dist, Bb)):
+    for head, dist, read in ((2, needle_dist, A_read), (3, question_dist, B_read)):
         rows = slice(head * d, (head + 1) * d)
         a0.wq.weight[rows] = 0
         set_positional_query(a0.wq.weight, head * d, pairs, dist)
-        a0.wo.weight[:, rows] = sub * write
+        if not keep_values:
+            a0.wo.weight[:, rows] = read.T * write
     # The match head.
     lo = 2 * match_pair
-    U = torch.linalg.qr(torch.randn(d, d, generator=g))[0][: d - lo]
-    ind = model.layers[1].attn
+    hi = d - 2 if digit_bonus > 0 else d
+    U = torch.linalg.qr(torch.randn(d, d, generator=g))[0][: hi - lo]
     am.wq.weight[0:d] = 0
-    am.wq.weight[lo:d] = beta * (U @ Bb.T)
+    am.wq.weight[lo:hi] = beta * (U @ B_read)
     am.wk.weight[0:d] = 0
-    am.wk.weight[lo:d] = alpha * (U @ Ab.T)
-    am.wv.weight[0:d] = ind.wv.weight[0:d]
-    am.wo.weight[:, 0:d] = gamma * ind.wo.weight[:, 0:d]
-    am.wo.weight[:, d:2 * d] = 0
-    return {"const_after_norm": round(x0, 2), "offset_margin_logits": round(margin * prev_scale, 1)}
+    am.wk.weight[lo:hi] = alpha * (U @ A_read)
+    if not keep_values:
+        ind = model.layers[1].attn
+        am.wv.weight[0:d] = ind.wv.weight[0:d]
+        am.wo.weight[:, 0:d] = gamma * ind.wo.weight[:, 0:d]
+        am.wo.weight[:, d:2 * d] = 0
+    summary = {}
+    if digit_bonus > 0:
+        w_query, w_key, summary["digit_probes"] = digit_probes(model, windows, match_layer,
+                                                                digit_ids, digit_before_ids)
+        s = math.sqrt(digit_bonus * math.sqrt(d))
+        am.wq.weight[d - 2] = s * w_query
+        am.wk.weight[d - 2] = s * w_key
+    return {"const_after_norm": round(x0, 2), "offset_margin_logits": round(margin * prev_scale, 1),
+            **summary}
+
+
+def key_lookup_masks(model: Llama, key_layer: int = 0, match_layer: int = 2,
+                     **_) -> dict[str, torch.Tensor]:
+    """Parameter name -> 0/1 mask of the entries of wire_key_lookup's circuit that decide where
+    it reads: layer key_layer's positional heads (queries 2 and 3, KV head 1, their output) and
+    the match head's query and key. A fine-tune that trained them moved the match onto what
+    every value's first digit shares, and the wrong needles scored within 1-4 logits of the
+    right one; held, they keep the margin the wiring set. The match head's V and O (the copy)
+    still train."""
+    d = model.c.head_dim
+    params = dict(model.named_parameters())
+    masks: dict[str, torch.Tensor] = {}
+
+    def mark(name: str, rows=slice(None), cols=slice(None)) -> None:
+        m = masks.setdefault(name, torch.zeros_like(params[name]))
+        m[rows, cols] = 1
+
+    k0, km = f"layers.{key_layer}.attn.", f"layers.{match_layer}.attn."
+    mark(k0 + "wq.weight", rows=slice(2 * d, 4 * d))
+    mark(k0 + "wk.weight", rows=slice(d, 2 * d))
+    mark(k0 + "wv.weight", rows=slice(d, 2 * d))
+    mark(k0 + "wo.weight", cols=slice(2 * d, 4 * d))
+    mark(km + "wq.weight", rows=slice(0, d))
+    mark(km + "wk.weight", rows=slice(0, d))
+    return masks
+
+
+@torch.no_grad()
+def linear_probe(h: torch.Tensor, target: torch.Tensor, ridge: float = 1e-5) -> tuple[torch.Tensor, dict]:
+    """(dim,): the ridge least-squares read of h (N, dim) that is 1 where target (N,) is true and
+    0 elsewhere, each class weighing half (the true class is rare: unweighted, the read would
+    sit near its share of the positions); and its mean on each class and its largest off it."""
+    h, t = h.double(), target.double()
+    cw = torch.where(t > 0, 0.5 / t.sum(), 0.5 / (1 - t).sum())
+    w = torch.linalg.solve(h.T @ (cw[:, None] * h) + ridge * torch.eye(h.shape[1], dtype=h.dtype),
+                           h.T @ (cw * t))
+    r = h @ w
+    fit = {"on": round(float(r[t > 0].mean()), 2), "off": round(float(r[t == 0].mean()), 2),
+           "off_max": round(float(r[t == 0].max()), 2)}
+    return w.float(), fit
+
+
+@torch.no_grad()
+def digit_probes(model: Llama, windows: torch.Tensor, layer: int, digit_ids: list[int],
+                 before_ids: list[int]) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """Two reads of layer `layer`'s normed input, fitted over `windows`: one that is 1 where the
+    token is one of before_ids (a query about to be answered with a number, such as "▁" after
+    "is"), one that is 1 where the token is a digit that follows one of them (a number's first
+    digit); with their fits."""
+    x = model.residual_before(layer, windows)[0]
+    h = model.layers[layer].attn_norm(x).reshape(-1, x.shape[-1])
+    toks = windows[:, :x.shape[1]]
+    prev = torch.cat([torch.full_like(toks[:, :1], -1), toks[:, :-1]], 1)
+    is_before = torch.isin(toks, torch.tensor(before_ids))
+    is_first = torch.isin(toks, torch.tensor(digit_ids)) & torch.isin(prev, torch.tensor(before_ids))
+    w_query, fit_q = linear_probe(h, is_before.reshape(-1))
+    w_key, fit_k = linear_probe(h, is_first.reshape(-1))
+    return w_query, w_key, {"query": fit_q, "key": fit_k}
 
 
 @torch.no_grad()

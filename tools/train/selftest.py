@@ -100,6 +100,27 @@ def check_wiring() -> None:
     assert int(match.argmax()) == 104 and float(match[104]) > 100 * float(match[44] + match[164])
     print(f"wiring: key lookup reads 4 and 9 back; the match head's weight on the right value "
           f"{float(match[104]):.2f}")
+    # With the digit bonus: a question's end ("▁", here 299) prefers, of two positions 4 after
+    # the key, the one that is a number's first digit (300-309 after a "▁") over the question's
+    # own echo of the key; the probes are fitted on windows that hold such numbers.
+    torch.manual_seed(0)
+    t6 = Llama(ModelConfig(dim=256, n_layers=6, n_heads=4, n_kv_heads=2, ffn_dim=768))
+    wire_induction(t6, embed_scale=10.0, bigram=True)
+    windows = torch.randint(310, 4096, (32, 257), generator=g)
+    for w in range(32):
+        for at in torch.randint(0, 255, (8,), generator=g).tolist():
+            windows[w, at], windows[w, at + 1] = 299, 300 + at % 10
+    wire_key_lookup(t6, windows, alpha=2.0, beta=2.0, match_pair=21, digit_bonus=8.0,
+                    digit_ids=list(range(300, 310)), digit_before_ids=[299])
+    seq = torch.randint(310, 4096, (1, 300), generator=g)
+    seq[0, 100], seq[0, 180] = 500, 500  # the key's last piece, in a needle and in an echo
+    seq[0, 103], seq[0, 104] = 299, 307  # the needle's "▁" and first digit
+    seq[0, 250 - 9], seq[0, 250] = 500, 299
+    match = attention_probs(t6, seq, 2, 0)[250]
+    assert int(match.argmax()) == 104 and float(match[104]) > 20 * float(match[184]), (
+        float(match[104]), float(match[184]))
+    print(f"wiring: digit bonus; weight on the value {float(match[104]):.2f}, on the echo "
+          f"{float(match[184]):.4f}")
 
 
 def check_data(stream, sp, hay) -> None:

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Trains the draft and the target side by side, one thread each (with THREADS=2 the target goes
 # on with two threads once the draft is done), then fine-tunes the target for multikey retrieval
-# (FINETUNE, from the target exported as $WORK/runs/TARGET/target.gguf). Then plots the loss curves and
-# writes models/testbed/.
+# (FINETUNE: each config starts from the run before it, exported as $WORK/runs/RUN/target.gguf).
+# Then plots the loss curves and writes models/testbed/.
 # Resumable: after an interruption (Ctrl-C, kill, reboot) run the same command again; each model
 # restarts from its last checkpoint (at most checkpoint_every_s old) and finishes as it would have.
 #
@@ -15,7 +15,8 @@ PY=/usr/bin/python3
 WORK=${WORK:-/work/train-data}
 TARGET=${TARGET:-configs/target.json}
 DRAFT=${DRAFT:-configs/draft.json}
-FINETUNE=${FINETUNE:-configs/target-multikey.json}  # FINETUNE= (empty) skips the fine-tune
+# Fine-tunes in order, each from the one before; FINETUNE= (empty) skips them.
+FINETUNE=${FINETUNE-configs/target-multikey.json configs/target-multikey2.json}
 NICE=${NICE:-10}
 REPO=${REPO:-$(cd ../.. && pwd)}  # where models/testbed/ is written
 # Threads for the target once the draft is done. 1 by default: on a loaded 2-core machine two
@@ -49,17 +50,22 @@ wait $T || { echo "error: the target failed, see $WORK/logs/" >&2; exit 1; }
 trap - INT TERM
 echo "$(date -u +%T) target done"
 FINAL=$(basename "$TARGET" .json)
-if [ -n "$FINETUNE" ]; then
-  "$PY" main.py --work "$WORK" export "$FINAL" "$WORK/runs/$FINAL/target.gguf"
-  train "$FINETUNE" "$THREADS"; T=$!
+for STEP in $FINETUNE; do  # each fine-tune starts from the previous run's export
+  # Named as the manifest step names the target, so the file is the one a manifest of that
+  # run recorded (same sha256): the fine-tune's entry then says how its base was trained.
+  "$PY" main.py --work "$WORK" export "$FINAL" "$WORK/runs/$FINAL/target.gguf" \
+    --gguf-name strata-testbed-target
+  RUNS="${RUNS:-} $FINAL"
+  train "$STEP" "$THREADS"; T=$!
   trap 'kill -TERM $T 2>/dev/null; wait; echo "interrupted; run again to resume" >&2; exit 130' INT TERM
-  wait $T || { echo "error: the fine-tune failed, see $WORK/logs/" >&2; exit 1; }
+  wait $T || { echo "error: the fine-tune $STEP failed, see $WORK/logs/" >&2; exit 1; }
   trap - INT TERM
-  FINAL=$(basename "$FINETUNE" .json)
-  echo "$(date -u +%T) fine-tune done"
-fi
+  FINAL=$(basename "$STEP" .json)
+  echo "$(date -u +%T) fine-tune $FINAL done"
+done
 mkdir -p "$REPO/models/testbed"
-"$PY" main.py --work "$WORK" plot "$REPO/models/testbed/loss.png" "$(basename "$TARGET" .json)" \
-  ${FINETUNE:+"$FINAL"} "$(basename "$DRAFT" .json)"
+# shellcheck disable=SC2086  # RUNS: the target and each fine-tune but the last, by name
+"$PY" main.py --work "$WORK" plot "$REPO/models/testbed/loss.png" ${RUNS:-} "$FINAL" \
+  "$(basename "$DRAFT" .json)"
 "$PY" main.py --work "$WORK" manifest --repo "$REPO" --target "$FINAL" \
   --draft "$(basename "$DRAFT" .json)"

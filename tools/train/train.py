@@ -24,7 +24,8 @@ import tasks
 import tokenizer as tok
 from data import IGNORE, DataConfig, Sampler, eval_windows
 from export import load_gguf_weights
-from model import (Llama, ModelConfig, copy_accuracy, wire_induction, wire_key_lookup,
+from model import (Llama, ModelConfig, copy_accuracy, key_lookup_masks, wire_induction,
+                   wire_key_lookup,
                    wired_masks)
 
 
@@ -224,9 +225,20 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
         load_gguf_weights(model, os.path.join(os.path.dirname(os.path.dirname(run_dir)),
                                               init["from_gguf"]))
         if "key_lookup" in init:
-            settings = {k: v for k, v in init["key_lookup"].items() if k != "comment"}
-            wired = wire_key_lookup(model, eval_windows(train_stream, 256, 16), **settings)
-    held = wired_masks(model, **init["induction"]) if "induction" in init else {}
+            settings = {k: v for k, v in init["key_lookup"].items()
+                        if k not in ("comment", "windows")}
+            if settings.get("digit_bonus"):
+                settings["digit_ids"] = [i for i in range(sp.get_piece_size())
+                                         if len(sp.id_to_piece(i)) == 1
+                                         and sp.id_to_piece(i).isdigit()]
+                settings["digit_before_ids"] = [sp.piece_to_id("\u2581")]
+            n_windows = init["key_lookup"].get("windows", 16)
+            wired = wire_key_lookup(model, eval_windows(train_stream, 256, n_windows), **settings)
+    held = {}
+    if "induction" in init:
+        held = wired_masks(model, **init["induction"])
+    elif "key_lookup" in init:
+        held = key_lookup_masks(model, **init["key_lookup"])
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay},
