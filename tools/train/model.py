@@ -403,11 +403,17 @@ def wire_key_lookup(model: Llama, windows: torch.Tensor, key_layer: int = 0, mat
       needle with the same key; V and O are the trained induction head's (layer 1, head 0),
       which copy a position's token into the logits; query head 1, which shared the KV head,
       is silenced (O = 0) to be retrained;
-    - with digit_bonus > 0, the match head's slowest RoPE pair adds digit_bonus logits to keys
-      whose token is a digit (digit_ids; a linear probe of layer match_layer's normed input,
-      fitted on `windows`): a question repeats the key, and "in" 4 pieces after it matches as
-      well as a value's first digit, which the bonus puts ahead. The slowest pair turns by
-      under 0.03 rad over 8K positions, so the bonus holds at every distance.
+    - with digit_bonus > 0, the match head's slowest RoPE pair adds digit_bonus logits where a
+      query whose token is one of digit_before_ids ("▁") meets a key that is a digit (digit_ids)
+      following one (digit_probes, fitted on `windows`): a question repeats the key, and "in" 4
+      pieces after it matched as well as a value's first digit, which the bonus puts ahead. The
+      slowest pair turns by under 0.03 rad over 8K positions, so the bonus holds at every
+      distance; the match then uses pairs match_pair..30;
+    - with keep_values, for a model that already holds this circuit (a fine-tune of one), layer
+      key_layer's V and O and the match head's V and O stay as trained, so the subspaces the
+      trained layers read do not move: A and B are read through the polar factor of each O
+      block, and only the positional queries and keys and the match head's query and key are
+      set again (query head 1 is not silenced).
     Returns a summary."""
     c = model.c
     d = c.head_dim
@@ -489,7 +495,8 @@ def key_lookup_masks(model: Llama, key_layer: int = 0, match_layer: int = 2,
 
 
 @torch.no_grad()
-def linear_probe(h: torch.Tensor, target: torch.Tensor, ridge: float = 1e-5) -> tuple[torch.Tensor, dict]:
+def linear_probe(h: torch.Tensor, target: torch.Tensor,
+                 ridge: float = 1e-5) -> tuple[torch.Tensor, dict]:
     """(dim,): the ridge least-squares read of h (N, dim) that is 1 where target (N,) is true and
     0 elsewhere, each class weighing half (the true class is rare: unweighted, the read would
     sit near its share of the positions); and its mean on each class and its largest off it."""
