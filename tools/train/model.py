@@ -306,31 +306,33 @@ def wired_masks(model: Llama, prev_layer: int = 0, ind_layer: int = 1, prev_pair
     early updates (loss near log V, gradients clipped, Adam moving every entry by about lr)
     otherwise scramble the circuit, whose output weights are ~1e-3, before anything uses it."""
     d = model.c.head_dim
-    masks: dict[str, torch.Tensor] = {}
-    params = dict(model.named_parameters())
-
-    def mark(name: str, rows=slice(None), cols=slice(None)) -> None:
-        m = masks.setdefault(name, torch.zeros_like(params[name]))
-        m[rows, cols] = 1
-
-    mark("tok_embeddings.weight", cols=0)
     p0, p1 = f"layers.{prev_layer}.attn.", f"layers.{ind_layer}.attn."
-    mark(p0 + "wq.weight", rows=slice(0, d))
-    mark(p0 + "wk.weight", rows=slice(0, 2 * prev_pairs))
-    mark(p0 + "wv.weight", rows=slice(0, d))
-    mark(p0 + "wo.weight", cols=slice(0, d))
-    mark(p1 + "wq.weight", rows=slice(0, d))
-    mark(p1 + "wk.weight", rows=slice(2 * match_pair, d))
-    mark(p1 + "wv.weight", rows=slice(0, d))
-    mark(p1 + "wo.weight", cols=slice(0, d))
+    entries = [("tok_embeddings.weight", slice(None), 0),
+               (p0 + "wq.weight", slice(0, d), slice(None)),
+               (p0 + "wk.weight", slice(0, 2 * prev_pairs), slice(None)),
+               (p0 + "wv.weight", slice(0, d), slice(None)),
+               (p0 + "wo.weight", slice(None), slice(0, d)),
+               (p1 + "wq.weight", slice(0, d), slice(None)),
+               (p1 + "wk.weight", slice(2 * match_pair, d), slice(None)),
+               (p1 + "wv.weight", slice(0, d), slice(None)),
+               (p1 + "wo.weight", slice(None), slice(0, d))]
     if bigram:
         qh = model.c.n_heads // model.c.n_kv_heads * d
-        mark(p0 + "wq.weight", rows=slice(d, 2 * d))
-        mark(p0 + "wo.weight", cols=slice(d, 2 * d))
-        mark(p1 + "wq.weight", rows=slice(qh, qh + d))
-        mark(p1 + "wk.weight", rows=slice(d + 2 * match_pair, 2 * d))
-        mark(p1 + "wv.weight", rows=slice(d, 2 * d))
-        mark(p1 + "wo.weight", cols=slice(qh, qh + d))
+        entries += [(p0 + "wq.weight", slice(d, 2 * d), slice(None)),
+                    (p0 + "wo.weight", slice(None), slice(d, 2 * d)),
+                    (p1 + "wq.weight", slice(qh, qh + d), slice(None)),
+                    (p1 + "wk.weight", slice(d + 2 * match_pair, 2 * d), slice(None)),
+                    (p1 + "wv.weight", slice(d, 2 * d), slice(None)),
+                    (p1 + "wo.weight", slice(None), slice(qh, qh + d))]
+    return entry_masks(model, entries)
+
+
+def entry_masks(model: Llama, entries) -> dict[str, torch.Tensor]:
+    """Parameter name -> 0/1 mask, 1 on each (name, rows, cols) block of `entries`."""
+    params = dict(model.named_parameters())
+    masks: dict[str, torch.Tensor] = {}
+    for name, rows, cols in entries:
+        masks.setdefault(name, torch.zeros_like(params[name]))[rows, cols] = 1
     return masks
 
 
@@ -476,22 +478,14 @@ def key_lookup_masks(model: Llama, key_layer: int = 0, match_layer: int = 2,
     every value's first digit shares, and the wrong needles scored within 1-4 logits of the
     right one; held, they keep the margin the wiring set. The match head's V and O (the copy)
     still train."""
-    d = model.c.head_dim
-    params = dict(model.named_parameters())
-    masks: dict[str, torch.Tensor] = {}
-
-    def mark(name: str, rows=slice(None), cols=slice(None)) -> None:
-        m = masks.setdefault(name, torch.zeros_like(params[name]))
-        m[rows, cols] = 1
-
+    d, every = model.c.head_dim, slice(None)
     k0, km = f"layers.{key_layer}.attn.", f"layers.{match_layer}.attn."
-    mark(k0 + "wq.weight", rows=slice(2 * d, 4 * d))
-    mark(k0 + "wk.weight", rows=slice(d, 2 * d))
-    mark(k0 + "wv.weight", rows=slice(d, 2 * d))
-    mark(k0 + "wo.weight", cols=slice(2 * d, 4 * d))
-    mark(km + "wq.weight", rows=slice(0, d))
-    mark(km + "wk.weight", rows=slice(0, d))
-    return masks
+    return entry_masks(model, [(k0 + "wq.weight", slice(2 * d, 4 * d), every),
+                               (k0 + "wk.weight", slice(d, 2 * d), every),
+                               (k0 + "wv.weight", slice(d, 2 * d), every),
+                               (k0 + "wo.weight", every, slice(2 * d, 4 * d)),
+                               (km + "wq.weight", slice(0, d), every),
+                               (km + "wk.weight", slice(0, d), every)])
 
 
 @torch.no_grad()

@@ -25,8 +25,7 @@ import tokenizer as tok
 from data import IGNORE, DataConfig, Sampler, eval_windows
 from export import load_gguf_weights
 from model import (Llama, ModelConfig, copy_accuracy, key_lookup_masks, wire_induction,
-                   wire_key_lookup,
-                   wired_masks)
+                   wire_key_lookup, wired_masks)
 
 
 @dataclass
