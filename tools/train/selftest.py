@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import corpus  # noqa: E402
 import gguf  # noqa: E402
+import key_carry  # noqa: E402
 import tasks  # noqa: E402
 import tokenizer as tok  # noqa: E402
 from data import IGNORE, DataConfig, Sampler  # noqa: E402
@@ -193,6 +194,51 @@ def check_gguf() -> None:
     print("gguf: header and tensor data laid out as written, and read back")
 
 
+def check_carry() -> None:
+    """The key carry (key_carry.py) on a fresh model holding the induction circuit: synthetic
+    rows of filler with needles "numbers for K1 K2 is : ▁ d1..d7 ." and a question "number for
+    K1 K2 m e n ▁ d1..d7" whose key is one needle's. The carry head must rest on the key's first
+    piece at every digit, and the continuation head must take each answer digit to the next
+    digit of the needle with the same key, though the other needles share its first digits."""
+    torch.manual_seed(0)
+    t6 = Llama(ModelConfig(dim=256, n_layers=6, n_heads=4, n_kv_heads=2, ffn_dim=768))
+    wire_induction(t6, embed_scale=10.0, bigram=True)
+    pc = key_carry.Pieces(for_=400, numbers=[401, 402], space=299,
+                          digit_of={300 + i: i for i in range(10)})
+    g = torch.Generator().manual_seed(2)
+
+    def row(length=320):
+        ids = torch.randint(600, 4096, (length,), generator=g).tolist()
+        keys = torch.randint(500, 600, (3, 2), generator=g).tolist()
+        value = torch.randint(0, 10, (7,), generator=g).tolist()
+        values = [value, value[:3] + torch.randint(0, 10, (4,), generator=g).tolist(),
+                  torch.randint(0, 10, (7,), generator=g).tolist()]
+        for i, at in enumerate((40, 120, 200)):
+            ids[at:at + 15] = [402, 400, *keys[i], 410, 411, 299,
+                               *[300 + v for v in values[i]], 412]
+        answer = length - 10  # in the row with BOS: the question's "▁"; its digits follow
+        ids[answer - 13:answer + 7] = [401, 400, *keys[0], 413, 414, 415, 416, 417, 418, 419,
+                                       410, 299, *[300 + v for v in value]]
+        return torch.tensor([[1] + ids]), answer, 48  # 48: the first needle's first digit
+
+    windows = torch.randint(600, 4096, (16, 257), generator=g)
+    fit = [row()[0] for _ in range(64)]
+    info = key_carry.wire_key_carry(t6, windows, fit, pc)
+    carried = right = total = 0
+    for _ in range(8):
+        seq, answer, needle = row()
+        carry = attention_probs(t6, seq, 1, 3)
+        cont = attention_probs(t6, seq, 2, 2)
+        for k in range(1, 7):
+            t = answer + k
+            carried += int(seq[0, int(carry[t].argmax()) - 1]) == 400
+            right += int(cont[t].argmax()) == needle + k
+            total += 1
+    assert carried == total and right >= 0.8 * total, (carried, right, total, info)
+    print(f"wiring: key carry on the key at {carried}/{total} answer digits; the continuation "
+          f"takes {right}/{total} to the right needle's next digit")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default="/work/train-data")
@@ -203,6 +249,7 @@ def main() -> None:
     check_tasks(sp, hay)
     check_model()
     check_wiring()
+    check_carry()
     check_data(stream, sp, hay)
     check_schedule()
     check_gguf()

@@ -24,6 +24,7 @@ import tasks
 import tokenizer as tok
 from data import IGNORE, DataConfig, Sampler, eval_windows
 from export import load_gguf_weights
+from key_carry import Pieces, carry_masks, input_masks, wire_key_carry
 from model import (Llama, ModelConfig, copy_accuracy, key_lookup_masks, wire_induction,
                    wire_key_lookup, wired_masks)
 
@@ -210,11 +211,15 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
     init = raw.get("init", {})
     # Or "init": {"from_gguf": PATH} starts from an exported model (a fine-tuning run; a relative
     # PATH is under the work directory), and "key_lookup": {...} beside it sets multikey's
-    # lookup circuit into that model (model.wire_key_lookup's keyword arguments).
-    unknown = set(init) - {"induction", "from_gguf", "key_lookup", "comment"}
+    # lookup circuit into that model (model.wire_key_lookup's keyword arguments); with
+    # "rewire": false it only holds the circuit a previous fine-tune set (continuing that run).
+    # "key_carry": {...} beside from_gguf sets key_carry.wire_key_carry's circuit (its "carry"
+    # and "continuation" settings; "fit_cases" multikey rows of 512 tokens to fit it on).
+    unknown = set(init) - {"induction", "from_gguf", "key_lookup", "key_carry", "comment"}
     if (unknown or ("induction" in init and "from_gguf" in init)
-            or ("key_lookup" in init and "from_gguf" not in init)):
-        raise SystemExit(f"error: init takes induction, or from_gguf [+ key_lookup]: {sorted(init)}")
+            or (("key_lookup" in init or "key_carry" in init) and "from_gguf" not in init)):
+        raise SystemExit("error: init takes induction, or from_gguf [+ key_lookup] "
+                         f"[+ key_carry]: {sorted(init)}")
     wired = None
     fresh = not os.path.exists(os.path.join(run_dir, "ckpt.pt"))
     if "induction" in init and fresh:
@@ -223,9 +228,9 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
         # A relative path is under the work directory (runs/NAME's grandparent).
         load_gguf_weights(model, os.path.join(os.path.dirname(os.path.dirname(run_dir)),
                                               init["from_gguf"]))
-        if "key_lookup" in init:
+        if "key_lookup" in init and init["key_lookup"].get("rewire", True):
             settings = {k: v for k, v in init["key_lookup"].items()
-                        if k not in ("comment", "windows")}
+                        if k not in ("comment", "windows", "rewire")}
             if settings.get("digit_bonus"):
                 settings["digit_ids"] = [i for i in range(sp.get_piece_size())
                                          if len(sp.id_to_piece(i)) == 1
@@ -233,11 +238,26 @@ def run(config_path: str, run_dir: str, data_dir: str, corpus_dir: str,
                 settings["digit_before_ids"] = [sp.piece_to_id("\u2581")]
             n_windows = init["key_lookup"].get("windows", 16)
             wired = wire_key_lookup(model, eval_windows(train_stream, 256, n_windows), **settings)
+        if "key_carry" in init:
+            kc = init["key_carry"]
+            rng = np.random.default_rng(kc.get("seed", 0))
+            seqs = [torch.tensor([tasks.tokens_of(tasks.make_case(
+                "multikey", enc, rng, 512, float(rng.random()), hay_train), enc, False).ids])
+                for _ in range(kc.get("fit_cases", 96))]
+            wired_carry = wire_key_carry(model, eval_windows(train_stream, 256, 32), seqs,
+                                         Pieces.of(sp), kc.get("carry"), kc.get("continuation"))
+            print(f"key-carry circuit set: {wired_carry}", flush=True)
     held = {}
     if "induction" in init:
         held = wired_masks(model, **init["induction"])
     elif "key_lookup" in init:
         held = key_lookup_masks(model, **init["key_lookup"])
+    if "key_carry" in init:
+        masks = carry_masks(model)
+        if init["key_carry"].get("hold_inputs", False):
+            masks.update(input_masks(model))
+        for name, mask in masks.items():
+            held[name] = torch.maximum(held[name], mask) if name in held else mask
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay},
