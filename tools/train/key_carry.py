@@ -225,7 +225,7 @@ def wire_carry_head(model: Llama, windows: torch.Tensor, seqs: list[torch.Tensor
                     layer: int = 1, head: int = 3,
                     window_pairs: int = 15, window: float = 50.0, bonus: float = 30.0,
                     sink: float = 8.0, n_code: int = 8, off_weight: float = 0.1,
-                    write: float = 6.0) -> tuple[dict, torch.Tensor]:
+                    write: float = 3.0) -> tuple[dict, torch.Tensor]:
     """The carry half (see the module docstring). seqs: (1, T) token rows holding needles and
     questions; marks: per kind of key piece (one kind: the key's first piece), per row, (T,)
     bool where that piece is; flags: per row, (T,) +1 at a needle's key piece, -1 at a
