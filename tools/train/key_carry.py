@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from model import Llama, entry_masks, linear_probe
+from model import Llama, entry_masks, linear_probe, ridge_fit
 
 
 def window_weights(base: float, head_dim: int, pairs: list[int], inside: int = 32,
@@ -74,41 +74,19 @@ def window_weights(base: float, head_dim: int, pairs: list[int], inside: int = 3
 def const_read(h: torch.Tensor, ridge: float = 1e-3) -> tuple[torch.Tensor, float]:
     """(dim,): the ridge least-squares read of normed inputs h (N, dim) that is 1 everywhere (what
     a positional head multiplies its RoPE phases by), and the spread of that read (std)."""
-    h = h.double()
-    w = torch.linalg.solve(h.T @ h / len(h) + ridge * torch.eye(h.shape[1], dtype=h.dtype),
-                           h.mean(0))
-    return w.float(), float((h @ w).std())
+    w = ridge_fit(h, torch.ones(len(h)), torch.full((len(h),), 1.0 / len(h)), ridge)
+    return w.float(), float((h.double() @ w).std())
 
 
 def digit_reads(h: torch.Tensor, labels: torch.Tensor, codes: torch.Tensor,
                 ridge: float = 1e-4) -> torch.Tensor:
     """(code_dim, dim): the ridge least-squares read of h (N, dim) that gives codes[label] for
     labels (N,: a digit 0-9) and 0 where the label is -1; digit rows weigh as much as the rest."""
-    h = h.double()
     is_digit = labels >= 0
-    cw = torch.where(is_digit, 0.5 / is_digit.sum(), 0.5 / (~is_digit).sum()).double()
-    Y = torch.zeros(len(h), codes.shape[1], dtype=h.dtype)
-    Y[is_digit] = codes[labels[is_digit]].double()
-    w = torch.linalg.solve(h.T @ (cw[:, None] * h) + ridge * torch.eye(h.shape[1], dtype=h.dtype),
-                           h.T @ (cw[:, None] * Y))
-    return w.T.float()
-
-
-def sharp_probe(h: torch.Tensor, target: torch.Tensor, rounds: int = 4, hard: float = 0.2,
-                boost: float = 10.0, ridge: float = 1e-5) -> tuple[torch.Tensor, dict]:
-    """linear_probe (balanced ridge least squares) refitted with the off-class rows that read
-    above `hard` weighing `boost` times more each round: an attention bonus must not fire on
-    the few positions that look like the class ("▁in" where "▁for" is meant), however rare."""
-    h, t = h.double(), target.double()
-    cw = torch.where(t > 0, 0.5 / t.sum(), 0.5 / (1 - t).sum())
-    eye = torch.eye(h.shape[1], dtype=h.dtype)
-    for _ in range(rounds):
-        w = torch.linalg.solve(h.T @ (cw[:, None] * h) + ridge * eye, h.T @ (cw * t))
-        r = h @ w
-        cw = torch.where((t == 0) & (r > hard), cw * boost, cw)
-    fit = {"on": round(float(r[t > 0].mean()), 2), "on_min": round(float(r[t > 0].min()), 2),
-           "off": round(float(r[t == 0].mean()), 2), "off_max": round(float(r[t == 0].max()), 2)}
-    return w.float(), fit
+    weight = torch.where(is_digit, 0.5 / is_digit.sum(), 0.5 / (~is_digit).sum())
+    Y = torch.zeros(len(h), codes.shape[1])
+    Y[is_digit] = codes[labels[is_digit]]
+    return ridge_fit(h, Y, weight, ridge).T.float()
 
 
 def spread_codes(n: int, dim: int, iters: int = 800, seed: int = 0) -> torch.Tensor:
@@ -191,17 +169,15 @@ def key_flags(ids: list[int], pc: Pieces) -> torch.Tensor:
 
 
 def carried_keys(ids: list[int], pc: Pieces, reach: int = 40) -> torch.Tensor:
-    """(T,): at each digit of a number that follows "▁", the first piece of the key started
-    within `reach` before it (what the carry head should carry there); -1 elsewhere."""
+    """(T,) bool: the digits of a number that follows "▁" with a key started within `reach`
+    before them (where the carry head carries a key)."""
     starts = key_starts(ids, pc).nonzero()[:, 0].tolist()
-    key = torch.full((len(ids),), -1)
+    out = torch.zeros(len(ids), dtype=torch.bool)
     in_number = False
     for j, t in enumerate(ids):
         in_number = t in pc.digit_of and j > 0 and (ids[j - 1] == pc.space or in_number)
-        before = [s for s in starts if s < j <= s + reach]
-        if in_number and before:
-            key[j] = ids[before[-1]]
-    return key
+        out[j] = in_number and any(s < j <= s + reach for s in starts)
+    return out
 
 
 @torch.no_grad()
@@ -210,28 +186,28 @@ def wire_key_carry(model: Llama, windows: torch.Tensor, seqs: list[torch.Tensor]
     """Sets both halves (wire_carry_head, then wire_continuation_head with its keyword arguments
     in `carry` and `continuation`), fitted on text windows and on seqs, (1, T) rows holding
     multikey needles and questions; returns their summaries."""
-    marks = [key_starts(t[0].tolist(), pc) for t in seqs]
+    starts = [key_starts(t[0].tolist(), pc) for t in seqs]
     flags = [key_flags(t[0].tolist(), pc) for t in seqs]
-    info_c, carried = wire_carry_head(model, windows, seqs, [marks], flags, **(carry or {}))
-    keys = [carried_keys(t[0].tolist(), pc) for t in seqs]
-    info_n = wire_continuation_head(model, seqs, carried, keys, pc.digit_of,
+    info_c, carried = wire_carry_head(model, windows, seqs, starts, flags, **(carry or {}))
+    carrying = [carried_keys(t[0].tolist(), pc) for t in seqs]
+    info_n = wire_continuation_head(model, seqs, carried, carrying, pc.digit_of,
                                     **(continuation or {}))
     return {"carry": info_c, "continuation": info_n}
 
 
 @torch.no_grad()
 def wire_carry_head(model: Llama, windows: torch.Tensor, seqs: list[torch.Tensor],
-                    marks: list[list[torch.Tensor]], flags: list[torch.Tensor],
+                    starts: list[torch.Tensor], flags: list[torch.Tensor],
                     layer: int = 1, head: int = 3,
                     window_pairs: int = 15, window: float = 50.0, bonus: float = 30.0,
                     sink: float = 8.0, n_code: int = 8, off_weight: float = 0.1,
                     write: float = 3.0) -> tuple[dict, torch.Tensor]:
     """The carry half (see the module docstring). seqs: (1, T) token rows holding needles and
-    questions; marks: per kind of key piece (one kind: the key's first piece), per row, (T,)
-    bool where that piece is; flags: per row, (T,) +1 at a needle's key piece, -1 at a
-    question's. Each kind gets a probe of layer `layer`'s normed input (fitted with text windows
-    as negatives) and `bonus` logits on its own RoPE pair after the window's. Returns its
-    settings and fits, and the (dim, n_code + 1) subspace it writes (the code, then the flag)."""
+    questions; starts: per row, (T,) bool at each key's first piece; flags: per row, (T,) +1 at
+    a needle's key piece, -1 at a question's. The piece gets a probe of layer `layer`'s normed
+    input (fitted with text windows as negatives) and `bonus` logits on the RoPE pair after the
+    window's. Returns its settings and fits, and the (dim, n_code + 1) subspace it writes (the
+    code, then the flag)."""
     c, d = model.c, model.c.head_dim
     kv = head // (c.n_heads // c.n_kv_heads)
     a = model.layers[layer].attn
@@ -240,19 +216,15 @@ def wire_carry_head(model: Llama, windows: torch.Tensor, seqs: list[torch.Tensor
     u, u_std = const_read(h)
     hs = torch.cat([h] + [model.layers[layer].attn_norm(model.residual_before(layer, t)[0])[0]
                           for t in seqs])
-    negatives = torch.zeros(len(h), dtype=torch.bool)
-
-    def target_of(kind):
-        return torch.cat([negatives] + list(kind))
-
-    probes = [sharp_probe(hs, target_of(kind)) for kind in marks]
+    on = torch.cat([torch.zeros(len(h), dtype=torch.bool)] + list(starts))
+    w_key, fit_key = linear_probe(hs, on, rounds=4)
     # Pairs 0..window_pairs-1 and 30 (a constant) shut out positions beyond the window; the
-    # probes take pairs window_pairs, window_pairs + 1, ...; pair 31 (position-invariant over
-    # 8K) is the sink. The bigram head keeps its match on pairs 18-29.
+    # probe takes pair window_pairs; pair 31 (position-invariant over 8K) is the sink. The
+    # bigram head keeps its match on pairs 18-29.
     pairs = list(range(window_pairs)) + [30]
     w, below, spread = window_weights(c.rope_base, d, pairs)
     scale = window / below  # logits a position beyond the window loses, at least
-    used = pairs + [window_pairs + i for i in range(len(marks))] + [31]
+    used = pairs + [window_pairs, 31]
     other = (head ^ 1) * d  # the KV head's other query head (the bigram head)
     a.wq.weight[head * d:(head + 1) * d] = 0
     for p in used:
@@ -268,15 +240,13 @@ def wire_carry_head(model: Llama, windows: torch.Tensor, seqs: list[torch.Tensor
         a.wk.weight[kv * d + 2 * p] = amp * (u - w_first)
         a.wq.weight[head * d + 2 * p] = math.copysign(amp, w_p) * u
     s = math.sqrt(math.sqrt(d) * bonus)
-    for i, (w_probe, _) in enumerate(probes):
-        p = window_pairs + i
-        a.wk.weight[kv * d + 2 * p] = s * w_probe
-        a.wq.weight[head * d + 2 * p] = s * u
+    a.wk.weight[kv * d + 2 * window_pairs] = s * w_key
+    a.wq.weight[head * d + 2 * window_pairs] = s * u
     # The sink: with no key piece in the window the head rests on the first position, which
     # carries nothing (its direction is projected out of the code's value rows below).
     a.wk.weight[kv * d + 62] = math.sqrt(math.sqrt(d) * sink) * w_first
     a.wq.weight[head * d + 62] = math.sqrt(math.sqrt(d) * sink) * u
-    # What it carries: a code of the piece (spread_codes, one per piece the first mark holds)
+    # What it carries: a code of the piece (spread_codes, one per distinct first piece)
     # and a flag (flags: +1 for a needle's key, -1 for a question's), regressed from the normed
     # input (ridge; text positions regressed to 0, so that a piece of ordinary text carries next
     # to nothing) into the KV head's last n_code + 1 value rows, which the bigram head stops
@@ -288,16 +258,13 @@ def wire_carry_head(model: Llama, windows: torch.Tensor, seqs: list[torch.Tensor
     X = torch.cat(xs).double()
     quiet = torch.linalg.eigh(X.T @ X / len(X))[1][:, :n].float()
     toks = torch.cat([torch.full((len(h),), -1)] + [t[0] for t in seqs])
-    on = target_of(marks[0])
     pieces = toks[on].unique()
     codes = spread_codes(len(pieces), n_code)
     Y = torch.zeros(len(hs), n, dtype=torch.float64)
     Y[on, :n_code] = codes[torch.searchsorted(pieces, toks[on])].double()
     Y[:, n_code] = torch.cat([torch.zeros(len(h))] + list(flags)).double()
-    H = hs.double()
-    cw = torch.where(on, (1 - off_weight) / on.sum(), off_weight / (~on).sum()).double()
-    P = torch.linalg.solve(H.T @ (cw[:, None] * H) + 1e-4 * torch.eye(H.shape[1], dtype=H.dtype),
-                           H.T @ (cw[:, None] * Y)).T.float()  # n x dim
+    weight = torch.where(on, (1 - off_weight) / on.sum(), off_weight / (~on).sum())
+    P = ridge_fit(hs, Y, weight, 1e-4).T.float()  # n x dim
     b = hs[first].mean(0)
     b = b / b.norm()
     P = P - (P @ b)[:, None] * b[None, :]
@@ -313,37 +280,36 @@ def wire_carry_head(model: Llama, windows: torch.Tensor, seqs: list[torch.Tensor
     a.wo.weight[:, (head ^ 1) * d + d - n:((head ^ 1) + 1) * d] = 0
     a.wo.weight[:, head * d:(head + 1) * d] = 0
     a.wo.weight[:, head * d + d - n:(head + 1) * d] = write * quiet
-    return {"probes": [f for _, f in probes], "first": fit_first, "const_std": round(u_std, 3),
+    return {"probe": fit_key, "first": fit_first, "const_std": round(u_std, 3),
             "window": {"below": round(below, 3), "spread_logits": round(spread * scale, 2)},
             "code": fit, "pieces": len(pieces)}, quiet
 
 
 @torch.no_grad()
 def wire_continuation_head(model: Llama, seqs: list[torch.Tensor], carried: torch.Tensor,
-                           key_of: list[torch.Tensor], digit_of: dict[int, int],
+                           carrying: list[torch.Tensor], digit_of: dict[int, int],
                            layer: int = 2, head: int = 2, match_head: int = 0, n_digit: int = 6,
                            key_match: float = 12.0, digit_match: float = 10.0,
                            gate: float = 20.0, needle: float = 6.0, copy: float = 4.0) -> dict:
     """The continuation half (see the module docstring). seqs: (1, T) token rows that start with
     BOS and hold needles and answers; carried: (dim, n_code + 1), the subspace the carry head
-    writes (the key's code, then the needle/question flag);
-    key_of: per row, (T,) the carried key's class at each digit of a needle or answer (-1
-    elsewhere); digit_of: token id -> digit. Returns its settings and fits."""
+    writes (the key's code, then the needle/question flag); carrying: per row, (T,) bool at the
+    digits that carry a key (carried_keys); digit_of: token id -> digit. Returns its settings
+    and fits."""
     c, d = model.c, model.c.head_dim
     kv = head // (c.n_heads // c.n_kv_heads)
     a = model.layers[layer].attn
-    hs, cur, prev, prev2, keys, first = [], [], [], [], [], []
-    for toks, k in zip(seqs, key_of):
+    hs, cur, prev, prev2, first = [], [], [], [], []
+    for toks in seqs:
         x = model.residual_before(layer, toks)[0]
         hs.append(model.layers[layer].attn_norm(x)[0])
         t = [digit_of.get(i, -1) for i in toks[0].tolist()]
         cur.append(torch.tensor(t))
         prev.append(torch.tensor([-1] + t[:-1]))
         prev2.append(torch.tensor([-1, -1] + t[:-2]))
-        keys.append(k)
         first.append(torch.arange(len(t)) == 0)
     h, cur, prev, prev2 = torch.cat(hs), torch.cat(cur), torch.cat(prev), torch.cat(prev2)
-    keys, first = torch.cat(keys), torch.cat(first)
+    keyed, first = torch.cat(carrying), torch.cat(first)
     u, u_std = const_read(h)
     w_first, fit_first = linear_probe(h, first)
     w_digit, fit_digit = linear_probe(h, cur >= 0)
@@ -358,8 +324,8 @@ def wire_continuation_head(model: Llama, seqs: list[torch.Tensor], carried: torc
     d_cur, d_prev, d_prev2 = unit(d_cur, cur >= 0), unit(d_prev, prev >= 0), unit(d_prev2, prev2 >= 0)
     # The carried key's code and flag (the last column), read back through the norm's gain.
     reads = (carried / model.layers[layer].attn_norm.weight[:, None]).T  # (n_code + 1) x dim
-    key_read, flag_read = unit(reads[:-1], keys >= 0), reads[-1]
-    flag_read = flag_read / float((h[keys >= 0] @ flag_read).abs().mean())
+    key_read, flag_read = unit(reads[:-1], keyed), reads[-1]
+    flag_read = flag_read / float((h[keyed] @ flag_read).abs().mean())
     rows_k, rows_q = slice(kv * d, (kv + 1) * d), slice(head * d, (head + 1) * d)
     a.wk.weight[rows_k] = 0
     a.wq.weight[rows_q] = 0
@@ -396,6 +362,5 @@ def wire_continuation_head(model: Llama, seqs: list[torch.Tensor], carried: torc
                                  for t in seqs[:8]]).pow(2).mean().sqrt())
     a.wo.weight[:, rows_q] = 0
     a.wo.weight[:, head * d:head * d + 10] = copy * final_rms * r.T
-    other = (head + 1) if head % 2 == 0 else (head - 1)
-    a.wo.weight[:, other * d:(other + 1) * d] = 0
+    a.wo.weight[:, (head ^ 1) * d:((head ^ 1) + 1) * d] = 0
     return {"const_std": round(u_std, 3), "first_probe": fit_first, "digit_probe": fit_digit}
