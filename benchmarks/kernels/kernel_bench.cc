@@ -231,6 +231,55 @@ void BM_AttentionPrefill(benchmark::State& state) {
       static_cast<int64_t>(state.iterations() * kQueries * kHeads * (kCtx - kQueries / 2)));
 }
 
+// A step verifying a few guesses (speculative decoding): `queries` consecutive queries at the
+// end of 2,048 f16 positions, one KV head and its group of query heads (head_dim 64, pages of
+// 32), either as one tile (kernels/attention_tile.h) or query by query with the block kernel a
+// decode step uses. Where the two cross over is kv::attend's kMinTileRows. Args: queries,
+// group, tile. One thread; the pages (512 KiB) stay in L2.
+void BM_AttentionVerify(benchmark::State& state) {
+  constexpr size_t kCtx = 2048, kHeadDim = 64, kPage = 32;
+  const size_t queries = state.range(0), group = state.range(1);
+  const bool tile = state.range(2) != 0;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist;
+  std::vector<uint16_t> k16(kCtx * kHeadDim), v16(k16.size());
+  for (uint16_t& x : k16) x = fp32_to_fp16(dist(rng));
+  for (uint16_t& x : v16) x = fp32_to_fp16(dist(rng));
+  std::vector<float> q(queries * group * kHeadDim), out(q.size());
+  for (float& x : q) x = dist(rng);
+  std::vector<uint32_t> last(queries);
+  for (size_t i = 0; i < queries; ++i) last[i] = static_cast<uint32_t>(kCtx - queries + i);
+  std::vector<float> buffer(std::max(attention_tile_floats(queries * group, kHeadDim),
+                                     attend_block_scratch_floats(group, kPage, kHeadDim)));
+  const size_t stride = group * kHeadDim;
+  const float scale = 0.125f;
+  for (auto _ : state) {
+    if (tile) {
+      AttentionTile t = begin_attention_tile(buffer.data(), q.data(), queries, group, stride,
+                                             kHeadDim, last.data());
+      for (size_t start = 0; start < kCtx; start += kPage) {
+        attend_tile_f16(t, &k16[start * kHeadDim], &v16[start * kHeadDim],
+                        std::min(kPage, kCtx - start), start, scale);
+      }
+      finish_attention_tile(t, out.data(), stride);
+    } else {
+      for (size_t i = 0; i < queries; ++i) {
+        std::vector<OnlineSoftmax> st(group);
+        float* acc = &out[i * stride];
+        std::fill_n(acc, stride, 0.0f);
+        for (size_t start = 0; start <= last[i]; start += kPage) {
+          attend_block(KvFormat::kF16, &k16[start * kHeadDim], &v16[start * kHeadDim],
+                       std::min<size_t>(kPage, last[i] + 1 - start), kPage, kHeadDim,
+                       &q[i * stride], group, scale, st.data(), acc, buffer.data());
+        }
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string(tile ? "tile " : "blocks ") + active_simd_target());
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * queries));  // queries
+}
+
 // One decode step's attention for one KV head over 4,096 positions (128 pages of 32), its group
 // of 4 query heads (Llama 3.2 1B's shape, head_dim 64), in one KV format: the block kernel that
 // decode at depth spends its attention time in. Args: the format (kernels/kv_format.h), and
@@ -290,6 +339,9 @@ void register_benchmarks() {
       ->ArgsProduct({{0, 1}, {1, 0}})
       ->ArgNames({"tile", "f16"})
       ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("AttentionVerify", BM_AttentionVerify)
+      ->ArgsProduct({{1, 2, 3, 4, 5, 6, 8}, {2, 4}, {0, 1}})
+      ->ArgNames({"queries", "group", "tile"});
   for (KvFormat f : {KvFormat::kF16, KvFormat::kBF16, KvFormat::kQ8_0, KvFormat::kQ4_0,
                      KvFormat::kR8, KvFormat::kR4, KvFormat::kR3}) {
     benchmark::RegisterBenchmark("AttentionDecode", BM_AttentionDecode)

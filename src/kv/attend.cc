@@ -18,6 +18,14 @@ constexpr size_t kMinParallelAttentionWork = size_t{1} << 15;
 // to this many positions; 16 queries with their group of heads keep a tile's queries and
 // accumulators (2 * 16 * group * head_dim floats) in L1.
 constexpr size_t kTileQueries = 16;
+// Rows (queries times their group of heads) up to which a tile runs query by query with the
+// block kernel a decode step uses: a tile computes the scores of kernels::kTileAlign rows per
+// key whatever it holds, and converts each key and value to f32 for them all. Over 2,048 f16
+// positions (strata_kernel_bench AttentionVerify) one query of 2 heads costs 24 us by blocks and
+// 72 as a tile; the two cross near 8 rows with AVX-512 and near 12 with AVX2. So a decode step and
+// a few verified guesses (speculative decoding) take the blocks, and get a decode step's bits;
+// one query always does, whatever its group.
+constexpr size_t kMaxRowsQueryByQuery = 8;
 
 // Which queries of a batch choose their pages (kv/page_selection.h): in a layer their
 // sequence's policy selects in, decode steps (a sequence's only query in the batch) and, with
@@ -106,10 +114,9 @@ void attend_exact(KvCache& cache, size_t layer, std::span<const QueryPos> querie
 
 // The fast path: runs of entries of one sequence at ascending positions (a prompt chunk) cut
 // into tiles of at most kTileQueries, and a task per tile and KV head with the whole group of
-// query heads as the tile's extra rows. A tile of one query (a decode step) takes the exact
-// path: its group of rows, padded to a tile's 16 lanes, would waste most of each score vector
-// (decode after a 2K prompt ran 20% slower that way). The tiles depend on the batch alone, never
-// on the thread count, and so do the bits.
+// query heads as the tile's extra rows. A tile of at most kMaxRowsQueryByQuery rows (a decode step,
+// a few verified guesses) takes the exact path query by query. The tiles depend on the batch alone,
+// never on the thread count, and so do the bits.
 void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries, size_t n_heads,
                  float scale, const float* q, float* out, ThreadPool& pool) {
   const size_t head_dim = cache.shape().head_dim, n_kv_heads = cache.shape().n_kv_heads;
@@ -143,14 +150,17 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
     const size_t first = tile_begin[i], count = tile_begin[i + 1] - first;
     const size_t at = first * stride + kv_head * group * head_dim;
     float* work = scratch.data() + thread * floats;
-    if (count == 1) {  // decode: the exact path's dot products beat a tile of padded rows
-      const std::span<const uint32_t> read =
-          selects[first] ? pages_to_read(cache, layer, queries[first], kv_head, q + at, group,
-                                         selection[thread])
-                         : std::span<const uint32_t>{};
-      attend_kv_head(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head,
-                     last[first] + size_t{1}, q + at, group, scale, out + at, work,
-                     cache.reference_reads(), read);
+    if (count == 1 || count * group <= kMaxRowsQueryByQuery) {
+      for (size_t t = first; t < first + count; ++t) {
+        const size_t qt = t * stride + kv_head * group * head_dim;
+        const std::span<const uint32_t> read =
+            selects[t]
+                ? pages_to_read(cache, layer, queries[t], kv_head, q + qt, group, selection[thread])
+                : std::span<const uint32_t>{};
+        attend_kv_head(cache.pool(), cache.page_table(queries[t].seq), layer, kv_head,
+                       last[t] + size_t{1}, q + qt, group, scale, out + qt, work,
+                       cache.reference_reads(), read);
+      }
       return;
     }
     attend_kv_head_tile(cache.pool(), cache.page_table(queries[first].seq), layer, kv_head, q + at,

@@ -94,6 +94,31 @@ TEST_P(AttendTest, FastPathGivesTheSameBitsOnAnyThreadCount) {
   EXPECT_EQ(run(cache, b, AttentionMode::kFast, 3), one);
 }
 
+// A few queries of one sequence (speculative decoding verifying its guesses) are too few rows
+// to fill a tile: each gets the bits it would get alone, as a decode step, so that verifying a
+// guess never changes what plain decoding would have computed.
+TEST_P(AttendTest, AFewQueriesOfASequenceGetTheBitsOfDecodeSteps) {
+  KvCache cache(KvShape{/*n_layers=*/2, /*n_kv_heads=*/2, /*head_dim=*/16, /*page_size=*/8}, 32,
+                GetParam());
+  fill(cache);
+  const size_t dim = kHeads * cache.shape().head_dim;
+  Batch verify;
+  for (uint32_t pos = 66; pos < 70; ++pos) verify.queries.push_back({1, pos});
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  verify.q.resize(verify.queries.size() * dim);
+  for (float& x : verify.q) x = 2.0f * normal(rng);
+  const std::vector<float> together = run(cache, verify, AttentionMode::kFast, 2);
+  for (size_t t = 0; t < verify.queries.size(); ++t) {
+    Batch alone;
+    alone.queries = {verify.queries[t]};
+    alone.q.assign(verify.q.begin() + t * dim, verify.q.begin() + (t + 1) * dim);
+    const std::vector<float> step = run(cache, alone, AttentionMode::kFast, 2);
+    EXPECT_TRUE(std::equal(step.begin(), step.end(), together.begin() + t * dim))
+        << "query at position " << verify.queries[t].pos;
+  }
+}
+
 // Sliding windows and soft-capped scores (kv/window_attention.h) against softmax computed in
 // double over exactly the positions the window admits, for every query of the batch.
 TEST_P(AttendTest, WindowAndSoftCapMatchADirectSoftmax) {
