@@ -1,6 +1,7 @@
 // The Engine's state, shared by engine.cc (the public API) and engine_step.cc (the step).
 #pragma once
 
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <span>
@@ -112,8 +113,9 @@ struct Engine::Impl {
 };
 
 // Appends positions [start, start + n) of one sequence to a batch; the last n_logits of them
-// want logits. The one place batches are built (the step and evaluate()).
+// want logits, and those from first_generated on are generated text (BatchEntry::generated).
+// The one place batches are built (the step and evaluate()).
 void append_positions(model::Batch& batch, kv::SeqId seq, std::span<const TokenId> tokens,
-                      size_t start, size_t n, size_t n_logits);
+                      size_t start, size_t n, size_t n_logits, size_t first_generated = SIZE_MAX);
 
 }  // namespace strata

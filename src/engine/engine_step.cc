@@ -14,9 +14,14 @@
 namespace strata {
 
 void append_positions(model::Batch& batch, kv::SeqId seq, std::span<const TokenId> tokens,
-                      size_t start, size_t n, size_t n_logits) {
+                      size_t start, size_t n, size_t n_logits, size_t first_generated) {
   for (size_t p = start; p < start + n; ++p) {
-    batch.push_back({seq, static_cast<uint32_t>(p), tokens[p], p + n_logits >= start + n});
+    model::BatchEntry& e = batch.emplace_back();
+    e.seq = seq;
+    e.pos = static_cast<uint32_t>(p);
+    e.token = tokens[p];
+    e.want_logits = p + n_logits >= start + n;
+    e.generated = p >= first_generated;
   }
 }
 
@@ -110,7 +115,7 @@ std::vector<LogitRows> Engine::Impl::execute(const engine::SchedulerOutput& plan
     if (s.embed) {
       append_embedding_chunk(batch, s, c.n_tokens, hidden_rows, n_hidden);
     } else {
-      append_positions(batch, s.id, s.tokens, s.n_computed, c.n_tokens, c.n_logits);
+      append_positions(batch, s.id, s.tokens, s.n_computed, c.n_tokens, c.n_logits, s.n_prompt);
     }
     s.n_computed += c.n_tokens;
     if (c.n_logits > 0) rows.push_back({&s, n_rows, c.n_logits});

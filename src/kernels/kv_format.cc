@@ -351,6 +351,12 @@ void kv_encode_block(KvFormat f, KvRole role, const float* x, size_t n, size_t r
   std::memset(static_cast<uint8_t*>(block) + n * row, 0, (rows - n) * row);
 }
 
+void kv_decode_row(KvFormat f, KvRole role, const void* block, size_t row, size_t head_dim,
+                   float* x) {
+  const size_t bytes = kv_row_bytes(f, role, head_dim);
+  decode_row(f, static_cast<const uint8_t*>(block) + row * bytes, head_dim, x);
+}
+
 void kv_decode_block(KvFormat f, KvRole role, const void* block, size_t n, size_t rows,
                      size_t head_dim, float* x) {
   const auto* in = static_cast<const uint8_t*>(block);

@@ -76,6 +76,9 @@ size_t kv_row_bytes(KvFormat f, KvRole role, size_t head_dim);
 // Writes position `row` of a row-writable block from x[head_dim].
 void kv_encode_row(KvFormat f, KvRole role, const float* x, size_t head_dim, void* block,
                    size_t row);
+// Reads position `row` of a row-writable block into x[head_dim].
+void kv_decode_row(KvFormat f, KvRole role, const void* block, size_t row, size_t head_dim,
+                   float* x);
 // Writes positions [0, n) of a block of `rows` from x[n][head_dim]; rows past n are zeros.
 void kv_encode_block(KvFormat f, KvRole role, const float* x, size_t n, size_t rows,
                      size_t head_dim, void* block);

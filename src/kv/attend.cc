@@ -1,6 +1,7 @@
 #include "kv/attend.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -28,8 +29,8 @@ constexpr size_t kTileQueries = 16;
 constexpr size_t kMaxRowsQueryByQuery = 8;
 
 // Which queries of a batch choose their pages (kv/page_selection.h): in a layer their
-// sequence's policy selects in, decode steps (a sequence's only query in the batch) and, with
-// SparsePolicy::prefill, every query.
+// sequence's policy selects in, generated positions (a decode step, the guesses a step verifies)
+// and a sequence's only query in the batch and, with SparsePolicy::prefill, every query.
 std::vector<uint8_t> selecting_queries(const KvCache& cache, size_t layer,
                                        std::span<const QueryPos> queries) {
   std::vector<uint8_t> selects(queries.size(), 0);
@@ -38,7 +39,8 @@ std::vector<uint8_t> selecting_queries(const KvCache& cache, size_t layer,
   for (const QueryPos& e : queries) ++per_seq[e.seq];
   for (size_t t = 0; t < queries.size(); ++t) {
     const SparsePolicy& sparse = cache.sparse_for(queries[t].seq);
-    selects[t] = sparse.sparse_layer(layer) && (sparse.prefill || per_seq[queries[t].seq] == 1);
+    selects[t] = sparse.sparse_layer(layer) &&
+                 (sparse.prefill || queries[t].generated || per_seq[queries[t].seq] == 1);
   }
   return selects;
 }
@@ -150,7 +152,10 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
     const size_t first = tile_begin[i], count = tile_begin[i + 1] - first;
     const size_t at = first * stride + kv_head * group * head_dim;
     float* work = scratch.data() + thread * floats;
-    if (count == 1 || count * group <= kMaxRowsQueryByQuery) {
+    // A tile reads every page for all its queries: one that selects goes query by query.
+    const bool selecting =
+        std::any_of(selects.begin() + first, selects.begin() + first + count, std::identity{});
+    if (count == 1 || count * group <= kMaxRowsQueryByQuery || selecting) {
       for (size_t t = first; t < first + count; ++t) {
         const size_t qt = t * stride + kv_head * group * head_dim;
         const std::span<const uint32_t> read =

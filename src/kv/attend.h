@@ -17,6 +17,7 @@ namespace strata::kv {
 struct QueryPos {
   SeqId seq = 0;
   uint32_t pos = 0;
+  bool generated = false;  // model::BatchEntry::generated: selects its pages as a decode step
 };
 
 // What a layer does to its attention scores beyond scale * q·k over every earlier position.

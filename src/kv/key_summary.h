@@ -8,8 +8,9 @@
 // f32's range (no overflow to infinity, whose product with a zero query channel would be NaN)
 // at a quarter of a page's f16 bytes per layer (2 * head_dim values for page_size * head_dim
 // keys). Lows round down and highs up, so a bound computed from them is never below the keys'
-// true scores. Keys are those the page stores: rotated where the cache rotates (q·k is unchanged
-// when both are rotated).
+// true scores. Keys are those the page stores, read back from it: rounded to its precision, and
+// rotated where the cache rotates (q·k is unchanged when both are rotated). So the bounds of a
+// page a rollback cut short can be set again from the positions it keeps (KvCache::truncate).
 #pragma once
 
 #include <cstddef>
@@ -39,8 +40,7 @@ class KeySummaries {
   }
 
   // Widens page's (layer, head) bounds to take key k ([head_dim]); `first` (the page's first
-  // slot) starts them afresh. A key written again after a rollback leaves the old one's bounds
-  // in place: the bounds stay bounds, only looser.
+  // slot) starts them afresh.
   void add(PageId page, size_t layer, size_t kv_head, const float* k, bool first);
   void copy(PageId from, PageId to);
   // One page's summaries, every layer and head: page_stride() uint16s (saved prefix pages).

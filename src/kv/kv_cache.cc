@@ -21,6 +21,7 @@ KvCache::KvCache(const KvShape& shape, std::span<const ArenaSpec> arenas) : pool
       arenas.size() == 1 && (p == KvPrecision::kF16 || p == KvPrecision::kF32) && !rotated_;
   // A decoded block (recode), or one position's rotated keys and values of every head (write).
   scratch_.resize(std::max(shape.page_size, 2 * shape.n_kv_heads) * shape.head_dim);
+  stored_key_.resize(shape.head_dim);
 }
 
 void KvCache::set_tiers(const KvTiers& tiers) {
@@ -116,6 +117,27 @@ void KvCache::truncate(SeqId seq, size_t n_positions) {
     if (pool_.page(pages.back()).indexed) forget(pages.back());  // no longer the whole page
     KvPage& last = pool_.page(pages.back());
     last.n_filled = std::min<uint32_t>(last.n_filled, n_positions % page_size);
+    rebound(pages.back());
+  }
+}
+
+// A page's key bounds over its filled positions only, read back from the page: a rolled-back
+// position (a rejected guess) no longer widens them, so sparse attention chooses the pages
+// decoding without guesses would choose.
+void KvCache::rebound(PageId id) {
+  if (pool_.key_summaries().empty()) return;
+  const KvShape& s = shape();
+  const size_t n = pool_.page(id).n_filled;
+  float* keys = scratch_.data();
+  for (size_t layer = 0; layer < s.n_layers && n > 0; ++layer) {
+    for (size_t h = 0; h < s.n_kv_heads; ++h) {
+      const KvHeadView view = pool_.head(id, layer, h);
+      kernels::kv_decode_block(view.precision, kernels::KvRole::kKeys, view.keys, n, s.page_size,
+                               s.head_dim, keys);
+      for (size_t t = 0; t < n; ++t) {
+        pool_.key_summaries().add(id, layer, h, keys + t * s.head_dim, t == 0);
+      }
+    }
   }
 }
 
@@ -196,7 +218,11 @@ void KvCache::write(SeqId seq, size_t pos, size_t layer, const float* k, const f
     kernels::kv_encode_row(view.precision, kernels::KvRole::kValues, v + h * s.head_dim, s.head_dim,
                            view.values, slot);
     if (!pool_.key_summaries().empty()) {
-      pool_.key_summaries().add(id, layer, h, k + h * s.head_dim, slot == 0);
+      // The bounds of the key as stored, which is what attention reads and what truncate()
+      // can read back to bound the positions a rollback keeps.
+      kernels::kv_decode_row(view.precision, kernels::KvRole::kKeys, view.keys, slot, s.head_dim,
+                             stored_key_.data());
+      pool_.key_summaries().add(id, layer, h, stored_key_.data(), slot == 0);
     }
   }
   KvPage& page = pool_.page(id);

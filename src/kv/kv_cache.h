@@ -177,6 +177,8 @@ class KvCache {
   // Re-encodes seq's page `index` into `to` for every sequence holding it; false when `to`'s
   // arena has no free page (the page stays as it is).
   bool recode(SeqPages& s, size_t index, KvPrecision to);
+  // Sets a page's key bounds afresh from the keys it holds (after truncate).
+  void rebound(PageId id);
 
   KvPool pool_;
   KvTiers tiers_;
@@ -186,7 +188,8 @@ class KvCache {
   SparsePolicy sparse_;
   std::unordered_map<SeqId, SparsePolicy> sequence_sparse_;
   AttentionProbe* probe_ = nullptr;
-  std::vector<float> scratch_;  // rotated rows (write) and decoded blocks (recode)
+  std::vector<float> scratch_;     // rotated rows (write) and decoded blocks (recode, rebound)
+  std::vector<float> stored_key_;  // [head_dim]: one key as its page stores it (write)
   std::unordered_map<SeqId, SeqPages> sequences_;
   bool prefix_caching_ = false;
   PageKey root_;

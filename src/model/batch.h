@@ -14,6 +14,9 @@ struct BatchEntry {
   int32_t token = 0;
   bool want_logits = false;  // return this position's logits
   bool want_hidden = false;  // return this position's final-normed hidden state (embeddings)
+  // A position of generated text (a decode step or a verified guess), not of the prompt: sparse
+  // attention chooses its pages as a decode step does, however many share its sequence's run.
+  bool generated = false;
 };
 
 using Batch = std::vector<BatchEntry>;

@@ -186,7 +186,7 @@ void attention(const ModelConfig& c, size_t layer, const LayerSpec& spec, const 
   std::vector<kv::QueryPos> queries(batch.size());
   for (size_t t = 0; t < batch.size(); ++t) {
     cache.write(batch[t].seq, batch[t].pos, layer, k + t * c.kv_dim(), v + t * c.kv_dim());
-    queries[t] = {batch[t].seq, batch[t].pos};
+    queries[t] = {batch[t].seq, batch[t].pos, batch[t].generated};
   }
   // Bidirectional attention: each query reads up to its sequence's last position in the batch
   // (the scheduler runs an encoder's whole input in one batch).

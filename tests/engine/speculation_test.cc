@@ -139,8 +139,10 @@ TEST(DraftLengthTest, ManyStreamsLeaveNoRoomForGuesses) {
 
 const char* kModel = "../shared/models/stories260K.gguf";
 
-std::unique_ptr<Engine> make_engine(SpeculationKind kind, const std::string& draft = "") {
+std::unique_ptr<Engine> make_engine(SpeculationKind kind, const std::string& draft = "",
+                                    const SparseAttentionPolicy& sparse = {}) {
   EngineOptions options;
+  options.kv.sparse = sparse;
   options.model_path = kModel;
   options.threads = 2;
   options.max_sequences = 4;
@@ -232,6 +234,22 @@ TEST(SpeculationEngineTest, ADraftModelsGuessesLeaveTheOutputAsItIs) {
   // Only the grammar's and the penalties' requests see guesses fail: the draft knows neither.
   EXPECT_GT(static_cast<double>(load.spec_accepted_tokens),
             0.7 * static_cast<double>(load.spec_draft_tokens));
+}
+
+TEST(SpeculationEngineTest, SparseAttentionReadsTheSamePagesWithAndWithoutGuesses) {
+  // A budget of 96 positions leaves most of a few hundred unread: a verified guess must choose
+  // its pages as the decode step it stands for would, or the output drifts from plain decoding.
+  SparseAttentionPolicy sparse;
+  sparse.enabled = true;
+  sparse.budget = 96;
+  sparse.window = 32;
+  sparse.sinks = 32;
+  sparse.dense_layers = 1;
+  std::unique_ptr<Engine> plain = make_engine(SpeculationKind::kNone, "", sparse);
+  std::unique_ptr<Engine> spec = make_engine(SpeculationKind::kNgram, "", sparse);
+  ASSERT_TRUE(plain && spec);
+  expect_same_outputs(*plain, *spec);
+  EXPECT_GT(spec->load().spec_accepted_tokens, 0u);
 }
 
 TEST(SpeculationEngineTest, ADraftWithAnotherVocabularyIsRefused) {
