@@ -353,6 +353,7 @@ void kv_encode_block(KvFormat f, KvRole role, const float* x, size_t n, size_t r
 
 void kv_decode_row(KvFormat f, KvRole role, const void* block, size_t row, size_t head_dim,
                    float* x) {
+  assert(kv_format_row_writable(f, role));
   const size_t bytes = kv_row_bytes(f, role, head_dim);
   decode_row(f, static_cast<const uint8_t*>(block) + row * bytes, head_dim, x);
 }

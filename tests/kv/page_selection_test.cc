@@ -142,6 +142,34 @@ TEST(PageSelectionTest, SummaryBoundsEveryKeysScore) {
   }
 }
 
+// Rejected guesses (speculative decoding) are written and then rolled back: the cut page's
+// bounds must be those of the keys it keeps, as if the guesses had never been written, or
+// sparse attention would choose otherwise than decoding without them.
+TEST(PageSelectionTest, ARollbackLeavesTheBoundsOfTheKeptKeysOnly) {
+  const KvShape s = shape();
+  const size_t kept = kPage + 8;
+  KvCache plain(s, 64, KvPrecision::kF16), rolled(s, 64, KvPrecision::kF16);
+  plain.set_sparse(policy(128));
+  rolled.set_sparse(policy(128));
+  fill(plain, 1, kept, 5);
+  fill(rolled, 1, kept, 5);
+  ASSERT_TRUE(rolled.reserve(1, kept + 4).ok());
+  const std::vector<float> far(s.n_kv_heads * s.head_dim, 100.0f);
+  for (size_t t = kept; t < kept + 4; ++t) {
+    for (size_t layer = 0; layer < s.n_layers; ++layer) rolled.write(1, t, layer, &far[0], &far[0]);
+  }
+  rolled.truncate(1, kept);
+  const PageId a = plain.page_table(1)[1], b = rolled.page_table(1)[1];
+  for (size_t layer = 0; layer < s.n_layers; ++layer) {
+    for (size_t h = 0; h < s.n_kv_heads; ++h) {
+      const uint16_t* want = plain.pool().key_summaries().of(a, layer, h);
+      const uint16_t* got = rolled.pool().key_summaries().of(b, layer, h);
+      EXPECT_TRUE(std::equal(want, want + 2 * s.head_dim, got))
+          << "layer " << layer << " head " << h;
+    }
+  }
+}
+
 // The choice select_pages should make: the sinks, the window, and the `select` candidates with
 // the highest group bound by the scalar twin, ties to the older page.
 std::vector<uint32_t> brute_force_choice(const KvCache& cache, SeqId seq, size_t layer,
