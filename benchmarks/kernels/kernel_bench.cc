@@ -1,7 +1,8 @@
 // Kernel throughput: matvec GB/s of weight bytes per type (the decode bound), matmul with 64
 // tokens (prompt processing) and 16 (a decode step of 16 batched streams), and a STREAM-like
 // read baseline to quote GB/s against; attention over a 2K-position prefill, the exact
-// position-by-position path against the tile kernel; and a decode step's attention over 4K
+// position-by-position path against the tile kernel; a few queries verified together
+// (speculative decoding), by blocks against one tile; and a decode step's attention over 4K
 // positions in each KV format.
 //
 //   strata_kernel_bench --benchmark_filter=Matvec/q4_0 [--simd=AVX2]
