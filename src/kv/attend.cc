@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <unordered_map>
 #include <vector>
 
 #include "kernels/attention_tile.h"
@@ -30,28 +29,16 @@ constexpr size_t kMaxRowsQueryByQuery = 8;
 
 // Which queries of a batch choose their pages (kv/page_selection.h): in a layer their
 // sequence's policy selects in, generated positions (a decode step, the guesses a step verifies)
-// and a sequence's only query in the batch and, with SparsePolicy::prefill, every query.
+// and, with SparsePolicy::prefill, every query.
 std::vector<uint8_t> selecting_queries(const KvCache& cache, size_t layer,
                                        std::span<const QueryPos> queries) {
   std::vector<uint8_t> selects(queries.size(), 0);
   if (!cache.selects_in(layer)) return selects;
-  std::unordered_map<SeqId, size_t> per_seq;
-  for (const QueryPos& e : queries) ++per_seq[e.seq];
   for (size_t t = 0; t < queries.size(); ++t) {
     const SparsePolicy& sparse = cache.sparse_for(queries[t].seq);
-    selects[t] = sparse.sparse_layer(layer) &&
-                 (sparse.prefill || queries[t].generated || per_seq[queries[t].seq] == 1);
+    selects[t] = sparse.sparse_layer(layer) && (sparse.prefill || queries[t].generated);
   }
   return selects;
-}
-
-// Whether some prompt chunk of the batch selects per query, which the tiles cannot.
-bool prompt_selects(const KvCache& cache, size_t layer, std::span<const QueryPos> queries) {
-  if (!cache.selects_in(layer)) return false;
-  return std::any_of(queries.begin(), queries.end(), [&](const QueryPos& e) {
-    const SparsePolicy& sparse = cache.sparse_for(e.seq);
-    return sparse.prefill && sparse.sparse_layer(layer);
-  });
 }
 
 // The pages one query reads with its KV head's group of heads q: every page (an empty span), or
@@ -132,9 +119,8 @@ void attend_fast(KvCache& cache, size_t layer, std::span<const QueryPos> queries
     if (!extends) tile_begin.push_back(t);
   }
   const size_t n_tiles = tile_begin.size();
-  // Decode only: the exact path, with its split of the heads; and so are prompt chunks that
-  // select pages per query, which tiles cannot.
-  if (n_tiles == queries.size() || prompt_selects(cache, layer, queries)) {
+  // Decode only: the exact path, with its split of the heads.
+  if (n_tiles == queries.size()) {
     attend_exact(cache, layer, queries, n_heads, scale, q, out, pool);
     return;
   }

@@ -125,11 +125,11 @@ void KvCache::truncate(SeqId seq, size_t n_positions) {
 // position (a rejected guess) no longer widens them, so sparse attention chooses the pages
 // decoding without guesses would choose.
 void KvCache::rebound(PageId id) {
-  if (pool_.key_summaries().empty()) return;
-  const KvShape& s = shape();
   const size_t n = pool_.page(id).n_filled;
+  if (pool_.key_summaries().empty() || n == 0) return;
+  const KvShape& s = shape();
   float* keys = scratch_.data();
-  for (size_t layer = 0; layer < s.n_layers && n > 0; ++layer) {
+  for (size_t layer = 0; layer < s.n_layers; ++layer) {
     for (size_t h = 0; h < s.n_kv_heads; ++h) {
       const KvHeadView view = pool_.head(id, layer, h);
       kernels::kv_decode_block(view.precision, kernels::KvRole::kKeys, view.keys, n, s.page_size,

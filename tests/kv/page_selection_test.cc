@@ -241,7 +241,7 @@ TEST(PageSelectionTest, TiesGoToTheOlderPage) {
 std::vector<float> attend_decode(KvCache& cache, SeqId seq, size_t pos, const float* q,
                                  size_t layer, size_t threads) {
   ThreadPool pool(threads);
-  const QueryPos query{seq, static_cast<uint32_t>(pos)};
+  const QueryPos query{seq, static_cast<uint32_t>(pos), /*generated=*/true};
   std::vector<float> out(kHeads * cache.shape().head_dim);
   attend(cache, layer, {&query, 1}, kHeads, 0.2f, q, out.data(), pool);
   return out;
