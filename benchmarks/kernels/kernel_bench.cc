@@ -1,5 +1,6 @@
 // Kernel throughput: matvec GB/s of weight bytes per type (the decode bound), matmul with 64
-// tokens (prompt processing) and 16 (a decode step of 16 batched streams), and a STREAM-like
+// tokens (prompt processing), 16 (a decode step of 16 batched streams) and 1-4 (a sequence
+// verifying a few guesses), and a STREAM-like
 // read baseline to quote GB/s against; attention over a 2K-position prefill, the exact
 // position-by-position path against the tile kernel; a few queries verified together
 // (speculative decoding), by blocks against one tile; and a decode step's attention over 4K
@@ -379,6 +380,17 @@ void register_benchmarks() {
           ->Args({static_cast<int64_t>(type), l})
           ->ArgNames({"type", "layout"})
           ->Unit(benchmark::kMicrosecond);
+      // A verification of 0-3 guesses: a small model's FFN (768 x 256) and a 1B model's
+      // attention projection, one thread.
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{768, 256}, {2048, 2048}}) {
+        for (int64_t tokens : {1, 2, 3, 4}) {
+          benchmark::RegisterBenchmark(("MatmulFew/" + name).c_str(), BM_Matmul)
+              ->Args({static_cast<int64_t>(type), rows, cols, 1, tokens, l})
+              ->ArgNames({"type", "rows", "cols", "threads", "tokens", "layout"})
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
       for (int64_t tokens : {64, 16}) {
         benchmark::RegisterBenchmark(("Matmul" + std::to_string(tokens) + "/" + name).c_str(),
                                      BM_Matmul)

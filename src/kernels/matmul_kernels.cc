@@ -82,21 +82,23 @@ HWY_INLINE void FloatRowsTile(const uint8_t* first, size_t w_stride, size_t tile
   }
 }
 
-// F16 and BF16 rows with f32 activations. Decode (under kMaxTileTokens tokens) streams each row
-// once with two accumulators per token: memory-bound, it runs at the read bandwidth (a 4-row
-// tile ran Gemma-3-1B F16 decode at 17 t/s instead of 29). A prompt takes register tiles of 4
-// rows by kMaxTileTokens tokens over row blocks of about 256 KiB of weights, each block meeting
-// every token tile before the next, so each weight comes from L2, not memory, once per tile.
+// F16 and BF16 rows with f32 activations. Decode (one token) streams each row once with two
+// accumulators: memory-bound, it runs at the read bandwidth (a 4-row tile ran Gemma-3-1B F16
+// decode at 17 t/s instead of 29). Two tokens or more (a verification of guesses, a prompt) take
+// register tiles of 4 rows by up to kMaxTileTokens tokens over row blocks of about 256 KiB of
+// weights, each block meeting every token tile before the next, so each weight comes from L2,
+// not memory, once per tile. One row at a time, 2 and 3 tokens were bound by the activation
+// loads (two per FMA) and the per-row reductions: on a Zen 4 core they cost 2 and 3 times one
+// token; the tile makes them 1.3-1.5 times (`strata_kernel_bench --benchmark_filter=MatmulFew`).
 template <class Weights, class Element>
 void RowsFloat(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
                const uint8_t* act, size_t act_stride, size_t n_tokens, float* y, size_t y_stride) {
-  if (n_tokens < kMaxTileTokens) {
-    return ForEachRowTokenTile(
-        row_begin, row_end, n_tokens, y, y_stride, [&]<size_t kT>(size_t r, size_t t0, float* out) {
-          DotFloatTile<kT>(Weights{reinterpret_cast<const Element*>(w + r * w_stride)},
-                           reinterpret_cast<const float*>(act + t0 * act_stride),
-                           act_stride / sizeof(float), cols, out);
-        });
+  if (n_tokens == 1) {
+    const auto* x = reinterpret_cast<const float*>(act);
+    for (size_t r = row_begin; r < row_end; ++r) {
+      y[r] = DotFloatRow(Weights{reinterpret_cast<const Element*>(w + r * w_stride)}, x, cols);
+    }
+    return;
   }
   constexpr size_t kR = 4;
   constexpr size_t kBlockBytes = size_t{256} << 10;
