@@ -20,6 +20,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "base/aligned.h"
@@ -67,10 +68,12 @@ struct Workload {
   std::vector<float> x, y;
 };
 
-Workload make_workload(DType type, size_t rows, size_t cols, size_t n_tokens, bool cold = true) {
+// `spread` bytes of copies of the matrix in all (at least one copy).
+Workload make_workload(DType type, size_t rows, size_t cols, size_t n_tokens,
+                       size_t spread = kColdBytes) {
   Workload wl;
   wl.matrix_bytes = row_bytes(type, cols) * rows;
-  wl.copies = cold ? std::max<size_t>(1, kColdBytes / wl.matrix_bytes) : 1;
+  wl.copies = std::max<size_t>(1, spread / wl.matrix_bytes);
   wl.weights = random_weights(wl.matrix_bytes * wl.copies, 1);
   std::mt19937 rng(2);
   std::normal_distribution<float> dist;
@@ -111,7 +114,7 @@ void BM_MatvecHot(benchmark::State& state) {
   const auto layout = static_cast<WeightLayout>(state.range(1));
   const size_t rows = 256, cols = 4096;
   ThreadPool pool(1);
-  Workload wl = make_workload(type, rows, cols, 1, /*cold=*/false);
+  Workload wl = make_workload(type, rows, cols, 1, /*spread=*/0);
   for (auto _ : state) {
     matmul(type, layout, wl.weights.data(), rows, cols, wl.x.data(), 1, wl.y.data(), pool);
     benchmark::DoNotOptimize(wl.y.data());
@@ -123,12 +126,12 @@ void BM_MatvecHot(benchmark::State& state) {
 // Args: type, rows, cols, threads, tokens, layout. Reports weight GB/s and GFLOP/s (2 per
 // multiply-add). 64 tokens stand for prompt processing, 16 for one decode step of 16 batched
 // streams.
-void BM_Matmul(benchmark::State& state) {
+void run_matmul(benchmark::State& state, size_t spread) {
   const DType type = static_cast<DType>(state.range(0));
   const size_t rows = state.range(1), cols = state.range(2), n_tokens = state.range(4);
   const auto layout = static_cast<WeightLayout>(state.range(5));
   ThreadPool pool(state.range(3));
-  Workload wl = make_workload(type, rows, cols, n_tokens);
+  Workload wl = make_workload(type, rows, cols, n_tokens, spread);
   size_t copy = 0;
   for (auto _ : state) {
     matmul(type, layout, wl.weights.data() + copy * wl.matrix_bytes, rows, cols, wl.x.data(),
@@ -140,6 +143,14 @@ void BM_Matmul(benchmark::State& state) {
   state.counters["GFLOPS"] = benchmark::Counter(
       2.0 * rows * cols * n_tokens * state.iterations() / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(label(type, layout));
+}
+
+void BM_Matmul(benchmark::State& state) { run_matmul(state, kColdBytes); }
+
+// Args as BM_Matmul's, then where the weights come from: 0 DRAM, 1 the last-level cache (copies
+// over 16 MiB, as a small model's weights stay there between its decode steps).
+void BM_MatmulFew(benchmark::State& state) {
+  run_matmul(state, state.range(6) == 1 ? size_t{16} << 20 : kColdBytes);
 }
 
 // STREAM-like read bandwidth: sum a 256 MiB f32 array split over the pool's threads.
@@ -380,13 +391,14 @@ void register_benchmarks() {
           ->Args({static_cast<int64_t>(type), l})
           ->ArgNames({"type", "layout"})
           ->Unit(benchmark::kMicrosecond);
-      // A verification of 0-3 guesses: a small model's FFN (768 x 256) and a 1B model's
-      // attention projection, one thread.
-      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{768, 256}, {2048, 2048}}) {
+      // A verification of 0-3 guesses, one thread: a small model's FFN (768 x 256, from the
+      // last-level cache) and a 1B model's attention projection (2048 x 2048, from DRAM).
+      for (auto [rows, cols, llc] :
+           {std::tuple<int64_t, int64_t, int64_t>{768, 256, 1}, {2048, 2048, 0}}) {
         for (int64_t tokens : {1, 2, 3, 4}) {
-          benchmark::RegisterBenchmark(("MatmulFew/" + name).c_str(), BM_Matmul)
-              ->Args({static_cast<int64_t>(type), rows, cols, 1, tokens, l})
-              ->ArgNames({"type", "rows", "cols", "threads", "tokens", "layout"})
+          benchmark::RegisterBenchmark(("MatmulFew/" + name).c_str(), BM_MatmulFew)
+              ->Args({static_cast<int64_t>(type), rows, cols, 1, tokens, l, llc})
+              ->ArgNames({"type", "rows", "cols", "threads", "tokens", "layout", "llc"})
               ->UseRealTime()
               ->Unit(benchmark::kMicrosecond);
         }

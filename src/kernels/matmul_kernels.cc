@@ -88,8 +88,9 @@ HWY_INLINE void FloatRowsTile(const uint8_t* first, size_t w_stride, size_t tile
 // register tiles of 4 rows by up to kMaxTileTokens tokens over row blocks of about 256 KiB of
 // weights, each block meeting every token tile before the next, so each weight comes from L2,
 // not memory, once per tile. One row at a time, 2 and 3 tokens were bound by the activation
-// loads (two per FMA) and the per-row reductions: on a Zen 4 core they cost 2 and 3 times one
-// token; the tile makes them 1.3-1.5 times (`strata_kernel_bench --benchmark_filter=MatmulFew`).
+// loads (two per FMA) and the per-row reductions: a 2048 x 2048 F16 matrix from DRAM took 1.6
+// and 2.4 times one token's time on a Zen 4 core, and takes 1.25 and 1.35 times in tiles
+// (`strata_kernel_bench --benchmark_filter=MatmulFew`).
 template <class Weights, class Element>
 void RowsFloat(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
                const uint8_t* act, size_t act_stride, size_t n_tokens, float* y, size_t y_stride) {
@@ -104,6 +105,11 @@ void RowsFloat(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_e
   constexpr size_t kBlockBytes = size_t{256} << 10;
   const size_t block = std::max(kR, kBlockBytes / std::max<size_t>(w_stride, 1) / kR * kR);
   const size_t x_stride = act_stride / sizeof(float);
+  // Short rows put a tile's 4 rows in one 4 KiB page, and its loads go back and forth in it,
+  // which the hardware prefetchers do not follow: the tile 8 ahead is asked for explicitly.
+  // (Longer rows are 4 streams, one per page, which they do follow.)
+  constexpr size_t kPrefetchTiles = 8;
+  const bool prefetch = kR * w_stride <= 4096;
   float out[kR * kMaxTileTokens];
   for (size_t rb = row_begin; rb < row_end; rb += block) {
     const size_t re = std::min(row_end, rb + block);
@@ -112,6 +118,10 @@ void RowsFloat(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_e
       const float* x = reinterpret_cast<const float*>(act + t0 * act_stride);
       size_t r = rb;
       for (; r + kR <= re; r += kR) {
+        if (prefetch && r + kPrefetchTiles * kR < re) {
+          const uint8_t* ahead = w + (r + kPrefetchTiles * kR) * w_stride;
+          for (size_t b = 0; b < kR * w_stride; b += 64) __builtin_prefetch(ahead + b);
+        }
         FloatRowsTile<kR, Weights, Element>(w + r * w_stride, w_stride, tile, x, x_stride, cols,
                                             out);
         for (size_t t = 0; t < tile; ++t) {
