@@ -74,10 +74,7 @@ Status DraftModel::forward(const model::Batch& batch, std::vector<TokenId>& out)
   logits_.resize(rows * n_vocab);
   const Timer timer;
   STRATA_RETURN_IF_ERROR(model_->forward(batch, kv_->cache(), pool_, logits_.data()));
-  if (batch.size() <= kDecodePassPositions) {
-    const double seconds = timer.elapsed_seconds();
-    pass_seconds_ = pass_seconds_ == 0 ? seconds : 0.9 * pass_seconds_ + 0.1 * seconds;
-  }
+  if (batch.size() <= kDecodePassPositions) pass_seconds_.add(timer.elapsed_seconds());
   for (size_t r = 0; r < rows; ++r) {
     const float* row = logits_.data() + r * n_vocab;
     out.push_back(static_cast<TokenId>(std::max_element(row, row + n_vocab) - row));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "engine/speculation.h"
 #include "kv/kv_manager.h"
 #include "model/model.h"
 #include "platform/thread_pool.h"
@@ -50,9 +51,9 @@ class DraftModel {
   // The sequence ended: its pages go back.
   void forget(uint64_t seq);
   const std::string& name() const { return name_; }
-  // Seconds of one draft pass at decode (a running mean over passes of a few positions; catching
-  // up on a prompt is not one): what each guess costs to propose. 0 until one ran.
-  double pass_seconds() const { return pass_seconds_; }
+  // Seconds of one draft pass at decode (the median of the latest passes of a few positions;
+  // catching up on a prompt is not one): what each guess costs to propose. 0 until one ran.
+  double pass_seconds() const { return pass_seconds_.value(); }
 
  private:
   DraftModel(std::unique_ptr<model::Model> model, size_t context, size_t max_sequences,
@@ -73,7 +74,7 @@ class DraftModel {
   // Per sequence: the tokens the draft's cache holds, position by position.
   std::unordered_map<uint64_t, std::vector<TokenId>> cached_;
   std::vector<float> logits_;
-  double pass_seconds_ = 0;
+  RecentMedian pass_seconds_;
 };
 
 }  // namespace strata::engine

@@ -33,6 +33,15 @@ std::vector<TokenId> propose_ngram(std::span<const TokenId> tokens, size_t ngram
   return {};
 }
 
+double RecentMedian::value() const {
+  const size_t n = std::min(n_, kWindow);
+  if (n == 0) return 0;
+  std::array<double, kWindow> sorted = samples_;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(n / 2),
+                   sorted.begin() + static_cast<ptrdiff_t>(n));
+  return sorted[n / 2];
+}
+
 void StepCost::record_step(size_t positions, double seconds) {
   const auto n = static_cast<double>(positions);
   w_ = kDecay * w_ + 1;

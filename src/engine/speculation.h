@@ -20,6 +20,7 @@
 // even guesses that are always right would not pay (a draft model too slow for its target).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -70,6 +71,23 @@ class StepCost {
   double w_ = 0, n_ = 0, nn_ = 0, t_ = 0, nt_ = 0;
   double slope_ = 0;  // b, kept while the recent steps all ran the same n
   double draft_pass_ = 0, lookup_ = 0;
+};
+
+// The median of the latest kWindow samples: a proposer's cost per guess, robust to the first
+// draft pass, which can take 20 times the others (its buffers and pages are touched for the first
+// time). A mean that started there kept draft lengths at 0 for good, since with guessing stopped
+// no pass runs to correct it.
+class RecentMedian {
+ public:
+  static constexpr size_t kWindow = 8;
+
+  void add(double sample) { samples_[n_++ % kWindow] = sample; }
+  // 0 before the first sample.
+  double value() const;
+
+ private:
+  std::array<double, kWindow> samples_{};  // a ring of the latest samples
+  size_t n_ = 0;
 };
 
 class DraftLength {

@@ -19,6 +19,7 @@ namespace {
 
 using engine::best_draft_length;
 using engine::DraftLength;
+using engine::RecentMedian;
 using engine::StepCost;
 // The proposer over a literal list of tokens.
 std::vector<TokenId> propose_ngram(const std::vector<TokenId>& tokens, size_t n_min, size_t n_max,
@@ -69,6 +70,25 @@ TEST(StepCostTest, FitsAStepAsLinearInItsPositions) {
   EXPECT_NEAR(flat.proposal(SpeculationKind::kDraft, 2), 4e-3, 1e-12);
   EXPECT_EQ(flat.proposal(SpeculationKind::kDraft, 0), 0);
   EXPECT_EQ(flat.proposal(SpeculationKind::kNgram, 5), 0);  // no lookup timed yet
+}
+
+// A first draft pass of 2 ms, then passes of 0.07 ms (the testbed's draft on this machine): the
+// cost of a guess is the passes' usual time at once, and the latest window's when it moves.
+TEST(RecentMedianTest, ASlowFirstPassDoesNotSetTheCostOfAGuess) {
+  RecentMedian pass;
+  EXPECT_EQ(pass.value(), 0);
+  pass.add(2e-3);
+  EXPECT_EQ(pass.value(), 2e-3);
+  for (int i = 0; i < 7; ++i) pass.add(7e-5 + 1e-6 * i);
+  EXPECT_NEAR(pass.value(), 7.4e-5, 1e-12);
+  // The cost of a guess depends on what a draft of that cost would be allowed to do.
+  StepCost cost = linear_cost(3.4e-4, 1e-4, 0);
+  cost.set_draft_pass(pass.value());
+  EXPECT_EQ(best_draft_length(0.97, 1, 1, SpeculationKind::kDraft, cost, false), 1u);
+  cost.set_draft_pass(2e-3);
+  EXPECT_EQ(best_draft_length(0.97, 1, 1, SpeculationKind::kDraft, cost, false), 0u);
+  for (int i = 0; i < 8; ++i) pass.add(3e-4);
+  EXPECT_EQ(pass.value(), 3e-4);
 }
 
 TEST(DraftLengthTest, BestLengthWeighsKeptGuessesAgainstWhatTheyCost) {
