@@ -37,12 +37,14 @@ double RecentMedian::value() const {
   const size_t n = std::min(n_, kWindow);
   if (n == 0) return 0;
   std::array<double, kWindow> sorted = samples_;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(n / 2),
+  const auto middle = static_cast<ptrdiff_t>((n - 1) / 2);
+  std::nth_element(sorted.begin(), sorted.begin() + middle,
                    sorted.begin() + static_cast<ptrdiff_t>(n));
-  return sorted[n / 2];
+  return sorted[static_cast<size_t>(middle)];
 }
 
 void StepCost::record_step(size_t positions, double seconds) {
+  if (positions < by_positions_.size()) by_positions_[positions].add(seconds);
   const auto n = static_cast<double>(positions);
   w_ = kDecay * w_ + 1;
   n_ = kDecay * n_ + n;
@@ -60,6 +62,9 @@ void StepCost::record_lookup(double seconds) {
 }
 
 double StepCost::step(size_t positions) const {
+  if (positions < by_positions_.size() && by_positions_[positions].value() > 0) {
+    return by_positions_[positions].value();
+  }
   if (w_ == 0) return 0;
   const double intercept = t_ / w_ - slope_ * (n_ / w_);
   return std::max(0.0, intercept + slope_ * static_cast<double>(positions));

@@ -47,10 +47,31 @@ inline size_t guesses_per_sequence(size_t n_decoding, size_t n_speculating) {
 std::vector<TokenId> propose_ngram(std::span<const TokenId> tokens, size_t ngram_min,
                                    size_t ngram_max, size_t max_draft);
 
+// The median of the latest kWindow samples: a proposer's cost per guess, robust to the first
+// draft pass, which can take 20 times the others (its buffers and pages are touched for the first
+// time). A mean that started there kept draft lengths at 0 for good, since with guessing stopped
+// no pass runs to correct it.
+class RecentMedian {
+ public:
+  static constexpr size_t kWindow = 8;
+
+  void add(double sample) { samples_[n_++ % kWindow] = sample; }
+  // 0 before the first sample; of an even count, the lower of the two middle samples.
+  double value() const;
+
+ private:
+  std::array<double, kWindow> samples_{};  // a ring of the latest samples
+  size_t n_ = 0;
+};
+
 // What decode steps and proposals cost on this machine and model, measured as the engine runs
-// (seconds). A step's time from schedule to update is fit as a + b·n over its n positions by
-// least squares, each step weighing kDecay of the one after it; a lookup's is a running mean.
-// Until a cost is measured it is taken as free, so that the first drafts measure it.
+// (seconds). A step of n positions costs the median of the latest steps of n positions, and
+// where none ran, what a + b·n says, fit over all steps by least squares, each weighing kDecay of
+// the one after it. The fit alone misjudged short drafts: a compute-bound model's steps are not
+// linear in n (2 and 3 positions fill a 4-token register tile that 9 do not), and the first,
+// longest draft's step, cold, set the slope (on the testbed a step of 2 positions was priced at
+// 0.71 ms against the 0.45 it takes). A lookup's cost is a running mean. Until a cost is
+// measured it is taken as free, so that the first drafts measure it.
 class StepCost {
  public:
   static constexpr double kDecay = 0.98;
@@ -70,24 +91,8 @@ class StepCost {
   // Decayed sums of the fit: weight, n, n², t, n·t.
   double w_ = 0, n_ = 0, nn_ = 0, t_ = 0, nt_ = 0;
   double slope_ = 0;  // b, kept while the recent steps all ran the same n
+  std::array<RecentMedian, kSpeculativeStepPositions + 1> by_positions_;  // [n]
   double draft_pass_ = 0, lookup_ = 0;
-};
-
-// The median of the latest kWindow samples: a proposer's cost per guess, robust to the first
-// draft pass, which can take 20 times the others (its buffers and pages are touched for the first
-// time). A mean that started there kept draft lengths at 0 for good, since with guessing stopped
-// no pass runs to correct it.
-class RecentMedian {
- public:
-  static constexpr size_t kWindow = 8;
-
-  void add(double sample) { samples_[n_++ % kWindow] = sample; }
-  // 0 before the first sample.
-  double value() const;
-
- private:
-  std::array<double, kWindow> samples_{};  // a ring of the latest samples
-  size_t n_ = 0;
 };
 
 class DraftLength {
