@@ -83,38 +83,40 @@ TEST_P(FloatMatmulTest, MatvecMatchesDoubleReference) {
 }
 
 // 2 and 3 tokens (a verification of guesses) and 9 (two full tiles and one token); 101 rows
-// leave one past the 4-row tiles, 96 columns a partial AVX-512 vector.
+// leave one past the 4-row tiles. 104 columns are short rows (a tile's 4 rows in one page,
+// prefetched ahead) and 1,064 long ones; both end in a partial AVX-512 vector.
 TEST_P(FloatMatmulTest, MatmulAgreesWithMatvecPerTokenAndThreadCountDoesNotMatter) {
   const DType type = GetParam();
   if (!supports_weight_type(type)) GTEST_SKIP() << "type not supported yet";
   ThreadPool pool1(1), pool2(2);
-  const size_t rows = 101, cols = 96;
-  FloatMatrix m = make_matrix(type, rows, cols, 21);
-  for (const size_t n_tokens : {2, 3, 9}) {
-    SCOPED_TRACE(testing::Message() << n_tokens << " tokens");
-    std::vector<float> x = random_vector(cols * n_tokens, 22);
-    for_each_simd_target([&] {
-      std::vector<float> y(rows * n_tokens), y1(rows * n_tokens);
-      matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y.data(), pool2);
-      matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y1.data(), pool1);
-      expect_matches_reference(m, rows, cols, x, n_tokens, y);
-      EXPECT_EQ(y, y1);
-      // F16 and BF16 decode streams a row at a time while prompts go in register tiles: the two
-      // sum in different orders, so they agree within rounding (each within 1e-5 of the exact sum
-      // of |w x|), not bit for bit; F32's fixed orders keep 1e-6.
-      for (size_t t = 0; t < n_tokens; ++t) {
-        std::vector<float> yt(rows);
-        const std::vector<float> xt(x.begin() + static_cast<long>(t * cols),
-                                    x.begin() + static_cast<long>((t + 1) * cols));
-        matvec(type, m.bytes.data(), rows, cols, xt.data(), yt.data(), pool2);
-        expect_matches_reference(m, rows, cols, xt, 1, yt);
-        if (type != DType::kF32) continue;
-        for (size_t r = 0; r < rows; ++r) {
-          EXPECT_NEAR(yt[r], y[t * rows + r], 1e-6 * (std::abs(yt[r]) + 1)) << t << " " << r;
+  const size_t rows = 101;
+  for (const size_t cols : {104, 1064})
+    for (const size_t n_tokens : {2, 3, 9}) {
+      SCOPED_TRACE(testing::Message() << cols << " columns, " << n_tokens << " tokens");
+      FloatMatrix m = make_matrix(type, rows, cols, 21);
+      std::vector<float> x = random_vector(cols * n_tokens, 22);
+      for_each_simd_target([&] {
+        std::vector<float> y(rows * n_tokens), y1(rows * n_tokens);
+        matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y.data(), pool2);
+        matmul(type, m.bytes.data(), rows, cols, x.data(), n_tokens, y1.data(), pool1);
+        expect_matches_reference(m, rows, cols, x, n_tokens, y);
+        EXPECT_EQ(y, y1);
+        // F16 and BF16 decode streams a row at a time while prompts go in register tiles: the two
+        // sum in different orders, so they agree within rounding (each within 1e-5 of the exact sum
+        // of |w x|), not bit for bit; F32's fixed orders keep 1e-6.
+        for (size_t t = 0; t < n_tokens; ++t) {
+          std::vector<float> yt(rows);
+          const std::vector<float> xt(x.begin() + static_cast<long>(t * cols),
+                                      x.begin() + static_cast<long>((t + 1) * cols));
+          matvec(type, m.bytes.data(), rows, cols, xt.data(), yt.data(), pool2);
+          expect_matches_reference(m, rows, cols, xt, 1, yt);
+          if (type != DType::kF32) continue;
+          for (size_t r = 0; r < rows; ++r) {
+            EXPECT_NEAR(yt[r], y[t * rows + r], 1e-6 * (std::abs(yt[r]) + 1)) << t << " " << r;
+          }
         }
-      }
-    });
-  }
+      });
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, FloatMatmulTest,
