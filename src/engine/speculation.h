@@ -67,11 +67,11 @@ class RecentMedian {
 // What decode steps and proposals cost on this machine and model, measured as the engine runs
 // (seconds). A step of n positions costs the median of the latest steps of n positions, and
 // where none ran, what a + b·n says, fit over all steps by least squares, each weighing kDecay of
-// the one after it. The fit alone misjudged short drafts: a compute-bound model's steps are not
-// linear in n (2 and 3 positions fill a 4-token register tile that 9 do not), and the first,
-// longest draft's step, cold, set the slope (on the testbed a step of 2 positions was priced at
-// 0.71 ms against the 0.45 it takes). A lookup's cost is a running mean. Until a cost is
-// measured it is taken as free, so that the first drafts measure it.
+// the one after it. The fit alone misprices lengths where steps are not linear in n (a
+// compute-bound model's matrix kernels take tokens 4 at a time, so 4 positions cost about what 3
+// do), and one slow step, such as the first draft's, cold, sets its slope until steps of other
+// lengths outweigh it. A lookup's cost is a running mean. Until a cost is measured it is taken
+// as free, so that the first drafts measure it.
 class StepCost {
  public:
   static constexpr double kDecay = 0.98;

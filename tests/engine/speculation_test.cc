@@ -72,10 +72,10 @@ TEST(StepCostTest, FitsAStepAsLinearInItsPositions) {
   EXPECT_EQ(flat.proposal(SpeculationKind::kNgram, 5), 0);  // no lookup timed yet
 }
 
-// The testbed's first draft on this machine: steps of one position at 0.34 ms, then the first
-// draft's 9 positions, cold, at 2 ms. The fit through them prices 2 positions at 0.55 ms; once a
-// probe has run 2 positions, at the 0.45 ms they take, that is their price, and one guess at
-// 0.07 ms a pass pays when it is kept 3 times in 4 (the acceptance after a few probes).
+// Steps of one position at 0.34 ms, then a first draft's 9 positions, cold, at 2 ms (as the
+// testbed's first draft ran here). The fit through them prices 2 positions at 0.55 ms; once a
+// probe has run 2 positions in 0.45 ms, that is their price, and one guess at 0.07 ms a pass
+// pays when it is kept 3 times in 4.
 TEST(StepCostTest, StepsOfAFewPositionsCostWhatTheyTookLast) {
   StepCost cost;
   for (int i = 0; i < 20; ++i) cost.record_step(1, 3.4e-4);
