@@ -300,6 +300,11 @@ void add_speculative_flags(CLI::App& sub, SpeculativeOptions& options) {
                  "guessing does not pay)")
       ->check(CLI::Range(0, kMaxDraft))
       ->capture_default_str();
+  sub.add_option("--draft-threads,--threads-draft", options.draft_threads,
+                 "threads of the draft model's passes (0: the model's; a small draft is as fast "
+                 "or faster on 1)")
+      ->check(CLI::Range(0, kMaxThreads))
+      ->capture_default_str();
   sub.add_option("--spec-ngram-min", options.ngram_min, "shortest n-gram looked up")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

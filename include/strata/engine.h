@@ -164,6 +164,9 @@ struct SpeculativeOptions {
   int min_draft = 0;
   int ngram_min = 2, ngram_max = 4;
   std::string draft_model;  // GGUF file of the draft (--draft); loaded when set
+  // Threads of the draft's passes (--draft-threads, llama.cpp's -td); 0: the engine's. A small
+  // draft's layers are too short to share among threads: on one it runs as fast or faster.
+  int draft_threads = 0;
 };
 
 Status check_speculative(const SpeculativeOptions& options);

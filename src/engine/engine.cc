@@ -231,6 +231,12 @@ Status check_speculative(const SpeculativeOptions& o) {
                           " (--draft-max), a --draft-min no larger, and n-gram sizes with 1 <= "
                           "min <= max");
   }
+  if (o.draft_threads < 0 || o.draft_threads > kMaxThreads) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--draft-threads " + std::to_string(o.draft_threads) +
+                          " is out of range: use 0 (the model's threads) to " +
+                          std::to_string(kMaxThreads));
+  }
   if (o.kind == SpeculationKind::kDraft && o.draft_model.empty()) {
     return make_error(ErrorCode::kInvalidArgument,
                       "speculative decoding with a draft model needs its file (--draft FILE)");
@@ -314,10 +320,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     STRATA_RETURN_IF_ERROR(enable_prefix_cache(*impl->kv, *fingerprint, options, kv_shape));
   }
   if (!options.speculative.draft_model.empty()) {
+    // The draft runs between the model's passes, never beside them: a budget of its own is a
+    // pool of that many threads, which take turns with the model's.
+    const auto draft_threads = static_cast<size_t>(options.speculative.draft_threads);
+    if (draft_threads > 0 && draft_threads != impl->pool->num_threads()) {
+      impl->draft_pool = std::make_unique<ThreadPool>(draft_threads);
+    }
     STRATA_ASSIGN_OR_RETURN(
-        impl->draft,
-        engine::DraftModel::load(options.speculative.draft_model, *impl->tokenizer, context,
-                                 static_cast<size_t>(options.max_sequences), *impl->pool));
+        impl->draft, engine::DraftModel::load(options.speculative.draft_model, *impl->tokenizer,
+                                              context, static_cast<size_t>(options.max_sequences),
+                                              impl->draft_pool ? *impl->draft_pool : *impl->pool));
   }
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =

@@ -41,6 +41,7 @@ struct Engine::Impl {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ThreadPool> draft_pool;  // the draft's own threads (--draft-threads), if any
   std::unique_ptr<kv::KvManager> kv;
   std::unique_ptr<engine::Scheduler> scheduler;
   std::unique_ptr<engine::ConstraintCompiler> constraints;

@@ -180,8 +180,12 @@ TEST(DraftLengthTest, ManyStreamsLeaveNoRoomForGuesses) {
 const char* kModel = "../shared/models/stories260K.gguf";
 
 std::unique_ptr<Engine> make_engine(SpeculationKind kind, const std::string& draft = "",
-                                    const SparseAttentionPolicy& sparse = {}) {
+                                    const SparseAttentionPolicy& sparse = {},
+                                    int draft_threads = 0) {
   EngineOptions options;
+  options.speculative.draft_threads = draft_threads;
+  // With a draft pool of its own, lengths are fixed: they would otherwise follow measured costs.
+  if (draft_threads > 0) options.speculative.max_draft = 2;
   options.kv.sparse = sparse;
   options.model_path = kModel;
   options.threads = 2;
@@ -274,6 +278,30 @@ TEST(SpeculationEngineTest, ADraftModelsGuessesLeaveTheOutputAsItIs) {
   // Only the grammar's and the penalties' requests see guesses fail: the draft knows neither.
   EXPECT_GT(static_cast<double>(load.spec_accepted_tokens),
             0.7 * static_cast<double>(load.spec_draft_tokens));
+}
+
+// The draft on a pool of its own (--draft-threads 1) guesses what it guesses on the model's two
+// threads (--draft-threads 2, the model's pool): the same output, drafts and kept guesses.
+TEST(SpeculationEngineTest, ADraftOnItsOwnThreadsGuessesTheSame) {
+  std::unique_ptr<Engine> shared = make_engine(SpeculationKind::kDraft, kModel, {}, 2);
+  std::unique_ptr<Engine> own = make_engine(SpeculationKind::kDraft, kModel, {}, 1);
+  ASSERT_TRUE(shared && own);
+  expect_same_outputs(*shared, *own);
+  const EngineLoad a = shared->load(), b = own->load();
+  EXPECT_GT(b.spec_drafts, 50u);
+  EXPECT_EQ(b.spec_drafts, a.spec_drafts);
+  EXPECT_EQ(b.spec_draft_tokens, a.spec_draft_tokens);
+  EXPECT_EQ(b.spec_accepted_tokens, a.spec_accepted_tokens);
+
+  EngineOptions bad;
+  bad.model_path = kModel;
+  bad.speculative.draft_model = kModel;
+  bad.speculative.kind = SpeculationKind::kDraft;
+  bad.speculative.draft_threads = -1;
+  const Result<std::unique_ptr<Engine>> refused = Engine::create(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("--draft-threads"), std::string::npos);
 }
 
 TEST(SpeculationEngineTest, SparseAttentionReadsTheSamePagesWithAndWithoutGuesses) {
