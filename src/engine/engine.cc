@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
-#include <thread>
 
 #include "base/timer.h"
 #include "engine/engine_impl.h"
@@ -205,55 +204,6 @@ ModelSummary summarize(const model::Model& model, size_t context) {
 
 }  // namespace
 
-Status check_sparse_attention(const SparseAttentionPolicy& p) {
-  if (p.budget <= 0 || p.window <= 0 || p.sinks < 0 || p.dense_layers < 0) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "sparse attention needs a positive budget (--attn-budget) and window "
-                      "(--attn-window, which holds the position being decoded), and sinks and "
-                      "dense layers of 0 or more");
-  }
-  if (p.sinks + p.window > p.budget) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "the sparse attention budget (" + std::to_string(p.budget) +
-                          " positions) must hold the sinks and the window (" +
-                          std::to_string(p.sinks) + " + " + std::to_string(p.window) +
-                          "): raise --attn-budget or lower --attn-sinks / --attn-window");
-  }
-  return ok_status();
-}
-
-Status check_speculative(const SpeculativeOptions& o) {
-  if (o.max_draft < 0 || o.max_draft > kMaxDraft || o.min_draft < 0 || o.min_draft > o.max_draft ||
-      o.ngram_min < 1 || o.ngram_max < o.ngram_min) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "speculative decoding needs a draft length of 0 to " +
-                          std::to_string(kMaxDraft) +
-                          " (--draft-max), a --draft-min no larger, and n-gram sizes with 1 <= "
-                          "min <= max");
-  }
-  if (o.draft_threads < 0 || o.draft_threads > kMaxThreads) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "--draft-threads " + std::to_string(o.draft_threads) +
-                          " is out of range: use 0 (the model's threads) to " +
-                          std::to_string(kMaxThreads));
-  }
-  if (o.kind == SpeculationKind::kDraft && o.draft_model.empty()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "speculative decoding with a draft model needs its file (--draft FILE)");
-  }
-  return ok_status();
-}
-
-Status check_thread_count(int threads) {
-  if (threads >= 0 && threads <= kMaxThreads) return ok_status();
-  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  return make_error(ErrorCode::kInvalidArgument,
-                    "thread count " + std::to_string(threads) +
-                        " is out of range: use 0 (one per hardware thread, " +
-                        std::to_string(hardware) + " here) to " + std::to_string(kMaxThreads) +
-                        " (strata's limit, as llama.cpp's)");
-}
-
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
@@ -319,18 +269,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (fingerprint) {
     STRATA_RETURN_IF_ERROR(enable_prefix_cache(*impl->kv, *fingerprint, options, kv_shape));
   }
-  if (!options.speculative.draft_model.empty()) {
-    // The draft runs between the model's passes, never beside them: a budget of its own is a
-    // pool of that many threads, which take turns with the model's.
-    const auto draft_threads = static_cast<size_t>(options.speculative.draft_threads);
-    if (draft_threads > 0 && draft_threads != impl->pool->num_threads()) {
-      impl->draft_pool = std::make_unique<ThreadPool>(draft_threads);
-    }
-    STRATA_ASSIGN_OR_RETURN(
-        impl->draft, engine::DraftModel::load(options.speculative.draft_model, *impl->tokenizer,
-                                              context, static_cast<size_t>(options.max_sequences),
-                                              impl->draft_pool ? *impl->draft_pool : *impl->pool));
-  }
+  if (!options.speculative.draft_model.empty()) STRATA_RETURN_IF_ERROR(impl->load_draft(context));
   impl->constraints = std::make_unique<engine::ConstraintCompiler>(*impl->tokenizer);
   impl->scheduler =
       std::make_unique<engine::Scheduler>(*impl->kv, static_cast<size_t>(options.max_sequences),
@@ -562,6 +501,21 @@ Result<std::vector<float>> Engine::evaluate(std::span<const TokenId> tokens, boo
   im.kv->free(seq);
   if (!status.ok()) return status.error();
   return out;
+}
+
+// The draft runs between the model's passes, never beside them: a budget of its own
+// (--draft-threads) is a pool of that many threads, which take turns with the model's.
+Status Engine::Impl::load_draft(size_t context) {
+  const SpeculativeOptions& o = options.speculative;
+  const auto threads = static_cast<size_t>(o.draft_threads);
+  if (threads > 0 && threads != pool->num_threads()) {
+    draft_pool = std::make_unique<ThreadPool>(threads);
+  }
+  STRATA_ASSIGN_OR_RETURN(draft,
+                          engine::DraftModel::load(o.draft_model, *tokenizer, context,
+                                                   static_cast<size_t>(options.max_sequences),
+                                                   draft_pool ? *draft_pool : *pool));
+  return ok_status();
 }
 
 Result<kv::SparsePolicy> Engine::Impl::request_sparse(const SparseAttentionOverride& o) const {

@@ -67,6 +67,8 @@ struct Engine::Impl {
                       const std::string& too_long) const;
   // kUnavailable when EngineOptions::max_waiting requests already wait.
   Status check_queue() const;
+  // Loads SpeculativeOptions::draft_model, on its own pool when it has a thread budget.
+  Status load_draft(size_t context);
   // The KV policy of a request that asks for its own sparse attention, checked.
   Result<kv::SparsePolicy> request_sparse(const SparseAttentionOverride& o) const;
 
