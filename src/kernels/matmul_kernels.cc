@@ -89,8 +89,8 @@ HWY_INLINE void FloatRowsTile(const uint8_t* first, size_t w_stride, size_t tile
 // weights, each block meeting every token tile before the next, so each weight comes from L2,
 // not memory, once per tile. One row at a time, 2 and 3 tokens were bound by the activation
 // loads (two per FMA) and the per-row reductions: a 2048 x 2048 F16 matrix from DRAM took 1.6
-// and 2.4 times one token's time on a Zen 4 core, and takes 1.25 and 1.35 times in tiles
-// (`strata_kernel_bench --benchmark_filter=MatmulFew`).
+// and 2.4 times one token's time on a Zen 4 core, and takes 1.25-1.4 and 1.3-1.5 times in tiles
+// (`strata_kernel_bench --benchmark_filter=MatmulFew`, rounds on a noisy machine).
 template <class Weights, class Element>
 void RowsFloat(const uint8_t* w, size_t w_stride, size_t row_begin, size_t row_end, size_t cols,
                const uint8_t* act, size_t act_stride, size_t n_tokens, float* y, size_t y_stride) {
