@@ -62,8 +62,8 @@ void StepCost::record_lookup(double seconds) {
 }
 
 double StepCost::step(size_t positions) const {
-  if (positions < by_positions_.size() && by_positions_[positions].value() > 0) {
-    return by_positions_[positions].value();
+  if (positions < by_positions_.size()) {
+    if (const double measured = by_positions_[positions].value(); measured > 0) return measured;
   }
   if (w_ == 0) return 0;
   const double intercept = t_ / w_ - slope_ * (n_ / w_);
