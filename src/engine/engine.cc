@@ -363,7 +363,8 @@ Result<uint64_t> Engine::submit(const GenerationRequest& request, TokenCallback 
   s.speculation = request.speculation.value_or(im.options.speculative.kind);
   s.draft_length = engine::DraftLength(
       static_cast<size_t>(request.max_draft.value_or(im.options.speculative.max_draft)),
-      static_cast<size_t>(im.options.speculative.min_draft));
+      static_cast<size_t>(im.options.speculative.min_draft),
+      im.acceptance_history[static_cast<size_t>(s.speculation)]);
   s.sampler = std::make_unique<sampling::Sampler>(std::move(sampler));
   s.detokenizer = std::make_unique<tokenizer::StreamingDetokenizer>(*im.tokenizer);
   s.stop = std::make_unique<engine::StopMatcher>(request.stop);

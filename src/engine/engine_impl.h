@@ -1,6 +1,7 @@
 // The Engine's state, shared by engine.cc (the public API) and engine_step.cc (the step).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -56,7 +57,10 @@ struct Engine::Impl {
     std::vector<uint64_t> accepted_per_position;
   } spec;
   engine::StepCost step_cost;  // what steps and proposals cost, for the draft lengths
-  bool in_step = false;        // callbacks may cancel; sequences are then dropped after the step
+  // What each proposer's guesses kept over all sequences ([SpeculationKind]): where a new
+  // sequence's estimate starts.
+  std::array<engine::AcceptanceCounts, 3> acceptance_history;
+  bool in_step = false;  // callbacks may cancel; sequences are then dropped after the step
 
   size_t n_vocab() const { return model->config().n_vocab; }
 

@@ -261,6 +261,7 @@ Status Engine::Impl::verify(engine::Sequence& s, const LogitRows& r,
   s.tokens.resize(history_end);
   if (!guesses.empty()) {
     s.draft_length.record(guesses.size(), kept);
+    acceptance_history[static_cast<size_t>(s.speculation)].record(guesses.size(), kept);
     ++spec.drafts;
     spec.draft_tokens += guesses.size();
     spec.accepted_tokens += kept;

@@ -62,12 +62,17 @@ void StepCost::record_lookup(double seconds) {
 }
 
 double StepCost::step(size_t positions) const {
-  if (positions < by_positions_.size()) {
-    if (const double measured = by_positions_[positions].value(); measured > 0) return measured;
+  double fit = 0;
+  if (w_ > 0) {
+    const double intercept = t_ / w_ - slope_ * (n_ / w_);
+    fit = std::max(0.0, intercept + slope_ * static_cast<double>(positions));
   }
-  if (w_ == 0) return 0;
-  const double intercept = t_ / w_ - slope_ * (n_ / w_);
-  return std::max(0.0, intercept + slope_ * static_cast<double>(positions));
+  if (positions < by_positions_.size()) {
+    const RecentMedian& measured = by_positions_[positions];
+    if (measured.count() > 1) return measured.value();
+    if (measured.count() == 1) return fit > 0 ? std::min(fit, measured.value()) : measured.value();
+  }
+  return fit;
 }
 
 double StepCost::proposal(SpeculationKind kind, size_t guesses) const {
@@ -115,10 +120,12 @@ size_t DraftLength::next(size_t cap, size_t n_decoding, SpeculationKind kind,
     next_pause_ = kFirstPause;  // guessing pays
     return length;
   }
-  // A probe measures the acceptance again, unless no acceptance could pay: even guesses that are
-  // always right are too slow on this model and machine (then only the costs, measured on, can
-  // change the verdict at the end of a pause).
-  if (probe && best(1.0, false) > 0) return best(acceptance(), true);
+  // A probe (or one of the first verifications) measures the acceptance again, unless no
+  // acceptance could pay: even guesses that are always right are too slow on this model and
+  // machine (then only the costs, measured on, can change the verdict at the end of a pause).
+  if ((probe || first_verifications_ > 0) && best(1.0, false) > 0) {
+    return best(acceptance(), true);
+  }
   pause_ = next_pause_;
   next_pause_ = std::min(kMaxPause, 2 * next_pause_);
   return 0;
@@ -126,8 +133,23 @@ size_t DraftLength::next(size_t cap, size_t n_decoding, SpeculationKind kind,
 
 void DraftLength::record(size_t drafted, size_t accepted) {
   if (drafted == 0) return;
+  counts_.record(drafted, accepted);
+  if (first_verifications_ > 0) --first_verifications_;
+}
+
+void AcceptanceCounts::record(size_t drafted, size_t accepted) {
+  if (drafted == 0) return;
   kept_ = kDecay * kept_ + static_cast<double>(accepted);
   tried_ = kDecay * tried_ + static_cast<double>(accepted + (accepted < drafted ? 1 : 0));
+}
+
+AcceptanceCounts AcceptanceCounts::at_most(double weight) const {
+  AcceptanceCounts scaled = *this;
+  if (tried_ > weight) {
+    scaled.kept_ = kept_ * weight / tried_;
+    scaled.tried_ = weight;
+  }
+  return scaled;
 }
 
 }  // namespace strata::engine

@@ -58,6 +58,8 @@ class RecentMedian {
   void add(double sample) { samples_[n_++ % kWindow] = sample; }
   // 0 before the first sample; of an even count, the lower of the two middle samples.
   double value() const;
+  // Samples added so far.
+  size_t count() const { return n_; }
 
  private:
   std::array<double, kWindow> samples_{};  // a ring of the latest samples
@@ -70,8 +72,11 @@ class RecentMedian {
 // the one after it. The fit alone misprices lengths where steps are not linear in n (a
 // compute-bound model's matrix kernels take tokens 4 at a time, so 4 positions cost about what 3
 // do), and one slow step, such as the first draft's, cold, sets its slope until steps of other
-// lengths outweigh it. A lookup's cost is a running mean. Until a cost is measured it is taken
-// as free, so that the first drafts measure it.
+// lengths outweigh it. A length that ran once costs the lower of its one step and the fit: one
+// slow step (2.4 ms against 0.4 on the testbed, a busy machine or memory touched for the first
+// time) priced its length out, and with that length never run again nothing corrected it. A
+// lookup's cost is a running mean. Until a cost is measured it is taken as free, so that the
+// first drafts measure it.
 class StepCost {
  public:
   static constexpr double kDecay = 0.98;
@@ -95,15 +100,47 @@ class StepCost {
   double draft_pass_ = 0, lookup_ = 0;
 };
 
+// How often guesses are kept: decayed counts of the guesses kept and of those verified (each
+// verification weighing kDecay of the one after it), and from them α, the probability that a
+// guess is kept once those before it were (a prior of 1/2, worth one miss and one hit, until
+// verifications say otherwise).
+class AcceptanceCounts {
+ public:
+  static constexpr double kDecay = 0.85;
+
+  // A verification of `drafted` guesses kept the first `accepted`.
+  void record(size_t drafted, size_t accepted);
+  double acceptance() const { return (kept_ + 1) / (tried_ + 2); }
+  // Whether any verification was counted.
+  bool empty() const { return tried_ == 0; }
+  // These counts scaled down to at most `weight` guesses verified.
+  AcceptanceCounts at_most(double weight) const;
+
+ private:
+  double kept_ = 0, tried_ = 0;
+};
+
 class DraftLength {
  public:
   static constexpr size_t kFirstPause = 4;
   static constexpr size_t kMaxPause = 64;
-  // Each verification weighs this much of the one after it in the acceptance estimate.
-  static constexpr double kDecay = 0.85;
+  // What the sequences before a new one kept counts as this many of its own verified guesses:
+  // enough to start where they left off (one miss in its first guesses, with a prior of 1/2,
+  // paused a reply of the testbed pair for most of its 256 tokens), few enough that its own
+  // verifications outweigh them within a few steps.
+  static constexpr double kHistoryWeight = 4;
+  // Verifications a sequence makes before pausing when no sequence before it guessed with this
+  // proposer: one early miss (the first token after a prompt cut mid-word is a hard guess) took
+  // α from 1/2 to 1/3 and paused it, and pauses that double left it few probes to learn more.
+  static constexpr size_t kFirstVerifications = 3;
 
-  explicit DraftLength(size_t max_draft = 0, size_t min_draft = 0)
-      : max_(max_draft), min_(min_draft) {}
+  // `history`: what the proposer's guesses kept in the sequences before this one.
+  explicit DraftLength(size_t max_draft = 0, size_t min_draft = 0,
+                       const AcceptanceCounts& history = {})
+      : max_(max_draft),
+        min_(min_draft),
+        counts_(history.at_most(kHistoryWeight)),
+        first_verifications_(history.empty() ? kFirstVerifications : 0) {}
 
   // Guesses to make this step, at most `cap`, for a sequence among `n_decoding` decoding ones:
   // 0 while paused (the step counts towards the pause) or when guessing does not pay, unless
@@ -111,15 +148,14 @@ class DraftLength {
   size_t next(size_t cap, size_t n_decoding, SpeculationKind kind, const StepCost& cost);
   // A verification of `drafted` guesses kept the first `accepted`.
   void record(size_t drafted, size_t accepted);
-  // α: the probability that a guess is kept once those before it were (a prior of 1/2, worth one
-  // miss and one hit, until verifications say otherwise).
-  double acceptance() const { return (kept_ + 1) / (tried_ + 2); }
+  double acceptance() const { return counts_.acceptance(); }
   size_t max() const { return max_; }
 
  private:
   size_t max_, min_;
-  double kept_ = 0, tried_ = 0;  // decayed counts of kept guesses and of guesses verified
-  size_t pause_ = 0;             // steps left without speculation
+  AcceptanceCounts counts_;
+  size_t first_verifications_;  // left to make before a pause
+  size_t pause_ = 0;            // steps left without speculation
   size_t next_pause_ = kFirstPause;
   bool probe_ = false;  // the pause ended: guess once whatever the estimate
 };
