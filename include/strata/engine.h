@@ -146,7 +146,7 @@ enum class SpeculationKind {
   kNgram,
   // A draft model (SpeculativeOptions::draft_model: a small model with the same vocabulary)
   // guesses greedily, one decode step of its own per guess.
-  kDraft,
+  kDraft,  // the last kind: tables indexed by kind have kDraft + 1 entries
 };
 const char* speculation_kind_name(SpeculationKind kind);
 Result<SpeculationKind> parse_speculation_kind(std::string_view name);

@@ -59,7 +59,8 @@ struct Engine::Impl {
   engine::StepCost step_cost;  // what steps and proposals cost, for the draft lengths
   // What each proposer's guesses kept over all sequences ([SpeculationKind]): where a new
   // sequence's estimate starts.
-  std::array<engine::AcceptanceCounts, 3> acceptance_history;
+  std::array<engine::AcceptanceCounts, static_cast<size_t>(SpeculationKind::kDraft) + 1>
+      acceptance_history;
   bool in_step = false;  // callbacks may cancel; sequences are then dropped after the step
 
   size_t n_vocab() const { return model->config().n_vocab; }
