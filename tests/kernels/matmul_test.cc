@@ -90,10 +90,10 @@ TEST_P(FloatMatmulTest, MatmulAgreesWithMatvecPerTokenAndThreadCountDoesNotMatte
   if (!supports_weight_type(type)) GTEST_SKIP() << "type not supported yet";
   ThreadPool pool1(1), pool2(2);
   const size_t rows = 101;
-  for (const size_t cols : {104, 1064})
+  for (const size_t cols : {104, 1064}) {
+    const FloatMatrix m = make_matrix(type, rows, cols, 21);
     for (const size_t n_tokens : {2, 3, 9}) {
       SCOPED_TRACE(testing::Message() << cols << " columns, " << n_tokens << " tokens");
-      FloatMatrix m = make_matrix(type, rows, cols, 21);
       std::vector<float> x = random_vector(cols * n_tokens, 22);
       for_each_simd_target([&] {
         std::vector<float> y(rows * n_tokens), y1(rows * n_tokens);
@@ -117,6 +117,7 @@ TEST_P(FloatMatmulTest, MatmulAgreesWithMatvecPerTokenAndThreadCountDoesNotMatte
         }
       });
     }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, FloatMatmulTest,
